@@ -1,0 +1,54 @@
+// Command rudder is Kubernetes in one binary. Its subcommands run the
+// components; this file only parses flags and dispatches.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rudder-dev/rudder/internal/apiserver"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "rudder",
+		Short:         "Kubernetes, from scratch, in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var logLevel string
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		var lvl slog.Level
+		if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+			return fmt.Errorf("--log-level: %w", err)
+		}
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+		return nil
+	}
+	root.AddCommand(serverCommand(), benchCommand(), versionCommand())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the Kubernetes version rudder serves",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), apiserver.Version.GitVersion)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rudder-dev/rudder/internal/server"
+)
+
+func serverCommand() *cobra.Command {
+	var cfg server.Config
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane: embedded etcd and the API server",
+		Long: `Run the control plane. On first start it creates a CA, serving and admin
+certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
+
+  rudder server --data-dir /tmp/r
+  export KUBECONFIG=/tmp/r/admin.kubeconfig
+  kubectl get ns`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv, err := server.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			<-cmd.Context().Done()
+			slog.Info("shutting down")
+			srv.Stop()
+			return srv.Wait()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/rudder", "directory for etcd data, certificates and admin.kubeconfig")
+	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd endpoints (default: embedded etcd in <data-dir>/etcd)")
+	f.StringVar(&cfg.BindAddress, "bind-address", "127.0.0.1", "address to serve the API on")
+	f.IntVar(&cfg.HTTPSPort, "https-port", 6443, "port to serve the API on (0 picks a free port)")
+	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra names or IPs for the serving certificate")
+	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
+	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials in as system:anonymous")
+	f.DurationVar(&cfg.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often etcd history is compacted")
+	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
+	return cmd
+}

@@ -1,0 +1,94 @@
+package admission
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/auth"
+)
+
+// Operation is the kind of write being admitted.
+type Operation string
+
+const (
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
+)
+
+// Attributes describe one write. Object is the object as it will be stored
+// (mutators may change it); OldObject is the stored one for updates and
+// deletes. Both are owned by the request: plugins may modify Object during
+// Admit and must not keep either.
+type Attributes struct {
+	Operation   Operation
+	Kind        schema.GroupVersionKind
+	Resource    schema.GroupVersionResource
+	Subresource string
+	Namespace   string
+	Name        string
+	Object      runtime.Object
+	OldObject   runtime.Object
+	User        *auth.User
+	DryRun      bool
+}
+
+// Mutator may change the object of a write. It returns an API error
+// (k8s.io/apimachinery/pkg/api/errors) to reject it.
+type Mutator interface {
+	Admit(ctx context.Context, a *Attributes) error
+}
+
+// Validator may reject a write but not change it. Validators run after
+// every mutator, on the final object.
+type Validator interface {
+	Validate(ctx context.Context, a *Attributes) error
+}
+
+// Plugin is a named admission plugin; it implements Mutator, Validator or
+// both.
+type Plugin interface {
+	Name() string
+}
+
+// Chain runs plugins in order: every mutator, then every validator. The
+// first error stops the chain and is the answer to the request.
+type Chain struct {
+	plugins []Plugin
+}
+
+// NewChain returns a chain of plugins in the given order.
+func NewChain(plugins ...Plugin) *Chain { return &Chain{plugins: plugins} }
+
+// Admit runs the mutating half of the chain.
+func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
+	if c == nil {
+		return nil
+	}
+	for _, p := range c.plugins {
+		if m, ok := p.(Mutator); ok {
+			if err := m.Admit(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Validate runs the validating half of the chain.
+func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
+	if c == nil {
+		return nil
+	}
+	for _, p := range c.plugins {
+		if v, ok := p.(Validator); ok {
+			if err := v.Validate(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

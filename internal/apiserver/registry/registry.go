@@ -1,0 +1,20 @@
+package registry
+
+// All returns every resource the API server serves, in discovery order.
+// The list is static: adding a resource means adding it to one of the
+// per-group functions below, nothing registers itself.
+func All() []*Resource {
+	var all []*Resource
+	for _, group := range [][]*Resource{
+		coreResources(),
+		appsResources(),
+		batchResources(),
+		coordinationResources(),
+		discoveryResources(),
+		eventsResources(),
+		rbacResources(),
+	} {
+		all = append(all, group...)
+	}
+	return all
+}

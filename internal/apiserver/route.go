@@ -1,0 +1,163 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// route sends an authorized request to its handler.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	if !info.IsResourceRequest {
+		s.routeNonResource(w, r, info)
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	h, ok := s.handlers[gvr]
+	if !ok || len(info.Parts) > 3 {
+		if info.Resource == "" && r.Method == http.MethodGet {
+			s.serveDiscovery(w, r, info)
+			return
+		}
+		s.writeError(w, r, notFound())
+		return
+	}
+	namespace := info.Namespace
+	if h.res.Namespaced {
+		// A namespaced object needs its namespace in the path.
+		if namespace == "" && info.Name != "" {
+			s.writeError(w, r, notFound())
+			return
+		}
+	} else {
+		if info.Resource != "namespaces" && namespace != "" {
+			s.writeError(w, r, notFound())
+			return
+		}
+		namespace = ""
+	}
+	switch sub := info.Subresource; sub {
+	case "":
+		h.serveMain(w, r, info, namespace)
+	case "status":
+		if !h.res.HasStatus {
+			s.writeError(w, r, notFound())
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			h.get(w, r, namespace, info.Name)
+		case http.MethodPut:
+			h.update(w, r, namespace, info.Name, "status")
+		case http.MethodPatch:
+			h.patch(w, r, namespace, info.Name, "status")
+		default:
+			s.writeError(w, r, methodNotAllowed(r, info))
+		}
+	case "scale":
+		if h.res.Scale == nil {
+			s.writeError(w, r, notFound())
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodPut, http.MethodPatch:
+			h.scale(w, r, namespace, info.Name)
+		default:
+			s.writeError(w, r, methodNotAllowed(r, info))
+		}
+	case "binding":
+		if h.res.Resource != "pods" {
+			s.writeError(w, r, notFound())
+			return
+		}
+		if r.Method != http.MethodPost {
+			s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.bind(w, r, namespace, info.Name)
+	case "finalize":
+		if h.res.Resource != "namespaces" {
+			s.writeError(w, r, notFound())
+			return
+		}
+		if r.Method != http.MethodPut {
+			s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.finalize(w, r, info.Name)
+	default:
+		s.writeError(w, r, notFound())
+	}
+}
+
+func (h *resourceHandler) serveMain(w http.ResponseWriter, r *http.Request, info *requestInfo, namespace string) {
+	switch info.Verb {
+	case "get":
+		h.get(w, r, namespace, info.Name)
+	case "list":
+		h.list(w, r, namespace)
+	case "watch":
+		h.watch(w, r, namespace, info.Name)
+	case "create":
+		if info.Name != "" {
+			h.s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.create(w, r, namespace)
+	case "update":
+		if info.Name == "" {
+			h.s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.update(w, r, namespace, info.Name, "")
+	case "patch":
+		if info.Name == "" {
+			h.s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.patch(w, r, namespace, info.Name, "")
+	case "delete":
+		h.delete(w, r, namespace, info.Name)
+	case "deletecollection":
+		h.deleteCollection(w, r, namespace)
+	default:
+		h.s.writeError(w, r, methodNotAllowed(r, info))
+	}
+}
+
+func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	p := r.URL.Path
+	switch {
+	case p == "/version" || p == "/version/":
+		s.serveVersion(w, r)
+	case p == "/api" || p == "/api/" || p == "/apis" || p == "/apis/" || strings.HasPrefix(p, "/apis/"):
+		s.serveDiscovery(w, r, info)
+	case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
+		s.serveHealth(w, r, "healthz", false)
+	case p == "/livez" || strings.HasPrefix(p, "/livez/"):
+		s.serveHealth(w, r, "livez", false)
+	case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
+		s.serveHealth(w, r, "readyz", true)
+	case p == "/metrics":
+		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	case p == "/":
+		s.serveRootPaths(w, r)
+	default:
+		s.writeError(w, r, notFound())
+	}
+}
+
+func notFound() error {
+	err := apierrors.NewNotFound(schema.GroupResource{}, "")
+	err.ErrStatus.Message = "the server could not find the requested resource"
+	err.ErrStatus.Details = &metav1.StatusDetails{}
+	return err
+}
+
+func methodNotAllowed(r *http.Request, info *requestInfo) error {
+	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, strings.ToLower(r.Method))
+}

@@ -1,0 +1,349 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
+	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/storage"
+)
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	Store *storage.Store
+	// Resources served; default registry.All().
+	Resources []*registry.Resource
+	// Authenticator identifies callers; nil lets every request through as
+	// a member of system:masters (for tests of the REST layer alone).
+	Authenticator auth.Authenticator
+	// Impersonate applies Impersonate-* headers; nil refuses them.
+	Impersonate func(r *http.Request, u *auth.User) (*auth.User, error)
+	// Authorizer decides every request; nil allows everything.
+	Authorizer auth.Authorizer
+	// Admission is the admission chain; it may be built after New, from
+	// the server's own caches, and set with SetAdmission before Start.
+	Admission *admission.Chain
+	// WatchCacheCapacity is the number of events each resource's cache
+	// keeps for watches that resume (default 10,000).
+	WatchCacheCapacity int
+	// Registry collects the server's metrics (default: a new registry).
+	Registry *prometheus.Registry
+	Clock    clock.Clock
+}
+
+// Server is the API server: REST handlers over storage with one watch
+// cache per resource, behind authentication, authorization and admission.
+type Server struct {
+	cfg       Config
+	store     *storage.Store
+	codec     *storage.Codec
+	codecs    *codecs
+	admission *admission.Chain
+	clock     clock.Clock
+	metrics   *prometheus.Registry
+
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	// groups lists API groups and versions in discovery order.
+	groups    []groupVersions
+	discovery *discoveryCache
+	checks    []healthCheck
+	ready     chan struct{}
+}
+
+type groupVersions struct {
+	group    string
+	versions []string
+}
+
+// New builds a Server. Start must run before it serves.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("apiserver: Config.Store is required")
+	}
+	if cfg.Resources == nil {
+		cfg.Resources = registry.All()
+	}
+	if cfg.WatchCacheCapacity == 0 {
+		cfg.WatchCacheCapacity = 10000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg:       cfg,
+		store:     cfg.Store,
+		codecs:    newCodecs(),
+		admission: cfg.Admission,
+		clock:     cfg.Clock,
+		metrics:   cfg.Registry,
+		handlers:  map[schema.GroupVersionResource]*resourceHandler{},
+		ready:     make(chan struct{}),
+	}
+	s.codec = storage.NewCodec(s.codecs.scheme)
+	seen := map[string]int{}
+	for _, res := range cfg.Resources {
+		gvr := res.GroupVersionResource()
+		if _, dup := s.handlers[gvr]; dup {
+			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
+		}
+		h := &resourceHandler{s: s, res: res, gvk: res.GroupVersionKind(), gr: gvr.GroupResource()}
+		h.cache = newWatchCache(res, s.store, s.codec, s.codecs, cfg.WatchCacheCapacity)
+		s.handlers[gvr] = h
+		i, ok := seen[res.Group]
+		if !ok {
+			i = len(s.groups)
+			seen[res.Group] = i
+			s.groups = append(s.groups, groupVersions{group: res.Group})
+		}
+		if !contains(s.groups[i].versions, res.Version) {
+			s.groups[i].versions = append(s.groups[i].versions, res.Version)
+		}
+	}
+	s.discovery = newDiscoveryCache(s)
+	for _, c := range append([]prometheus.Collector{requestCounter, requestLatency, watchersGauge}, storage.Metrics()...) {
+		if err := s.metrics.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	s.checks = []healthCheck{
+		{name: "ping", check: func(context.Context) error { return nil }},
+		{name: "etcd", check: s.checkEtcd},
+		{name: "informer-sync", readyOnly: true, check: s.checkCaches},
+		{name: "poststarthook/rudder-bootstrap", check: s.checkBootstrapped},
+	}
+	return s, nil
+}
+
+// SetAuthorization installs the authorizer and impersonation, which are
+// built from the server's own caches (RBACSource) after New. It must be
+// called before the server serves.
+func (s *Server) SetAuthorization(az auth.Authorizer, impersonate func(r *http.Request, u *auth.User) (*auth.User, error)) {
+	s.cfg.Authorizer = az
+	s.cfg.Impersonate = impersonate
+}
+
+// SetAdmission installs the admission chain. It must be called before
+// Start.
+func (s *Server) SetAdmission(c *admission.Chain) { s.admission = c }
+
+// Start runs the watch caches until ctx ends and returns once every cache
+// has its initial list.
+func (s *Server) Start(ctx context.Context) error {
+	for _, h := range s.handlers {
+		go h.cache.run(ctx)
+	}
+	for _, h := range s.handlers {
+		select {
+		case <-h.cache.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// MarkReady ends start-up: /readyz reports ready once bootstrap data exists.
+func (s *Server) MarkReady() { close(s.ready) }
+
+func (s *Server) now() time.Time { return s.clock.Now() }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type ctxKey int
+
+const (
+	userKey ctxKey = iota
+	infoKey
+)
+
+// requestUser returns the user a request runs as.
+func requestUser(r *http.Request) *auth.User {
+	u, _ := r.Context().Value(userKey).(*auth.User)
+	return u
+}
+
+// ServeHTTP runs the request pipeline: recovery, metrics, authentication,
+// impersonation, authorization, then the handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := parseRequestInfo(r)
+	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			slog.Error("panic serving request", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if !rw.wrote {
+				s.writeError(rw, r, apierrors.NewInternalError(fmt.Errorf("internal server error")))
+			}
+		}
+		observeRequest(info, rw.code, time.Since(start))
+	}()
+
+	user, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(rw, r, err)
+		return
+	}
+	ctx := context.WithValue(r.Context(), userKey, user)
+	ctx = context.WithValue(ctx, infoKey, info)
+	r = r.WithContext(ctx)
+	if err := s.authorize(r, user, info); err != nil {
+		s.writeError(rw, r, err)
+		return
+	}
+	s.route(rw, r, info)
+}
+
+// statusRecorder remembers the status code for metrics and keeps Flush
+// reachable for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// privileged is the identity of requests when no authenticator is set, and
+// of the server's own bootstrap writes.
+var privileged = &auth.User{Name: "system:apiserver", Groups: []string{auth.SystemPrivilegedGroup, auth.AllAuthenticated}}
+
+func (s *Server) authenticate(r *http.Request) (*auth.User, error) {
+	if s.cfg.Authenticator == nil {
+		return privileged, nil
+	}
+	u, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
+	if err != nil || !ok {
+		if err != nil {
+			slog.Debug("authentication failed", "err", err)
+		}
+		return nil, apierrors.NewUnauthorized("Unauthorized")
+	}
+	if hasImpersonation(r) {
+		if s.cfg.Impersonate == nil {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, "", errors.New("impersonation is not enabled"))
+		}
+		return s.cfg.Impersonate(r, u)
+	}
+	return u, nil
+}
+
+func hasImpersonation(r *http.Request) bool {
+	for k := range r.Header {
+		if strings.HasPrefix(k, "Impersonate-") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) authorize(r *http.Request, u *auth.User, info *requestInfo) error {
+	if s.cfg.Authorizer == nil {
+		return nil
+	}
+	a := auth.Attributes{User: u, Verb: info.Verb, ResourceRequest: info.IsResourceRequest, APIGroup: info.APIGroup,
+		APIVersion: info.APIVersion, Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace,
+		Name: info.Name, Path: info.Path}
+	if !info.IsResourceRequest {
+		a.Verb = strings.ToLower(r.Method)
+	}
+	d, reason, err := s.cfg.Authorizer.Authorize(a)
+	if d == auth.DecisionAllow {
+		return nil
+	}
+	if err != nil {
+		slog.Warn("authorization error", "err", err)
+	}
+	return forbidden(a, reason)
+}
+
+// forbidden builds upstream's 403 text: `pods "web" is forbidden: User
+// "jane" cannot get resource "pods" in API group "" in the namespace "demo"`.
+func forbidden(a auth.Attributes, reason string) error {
+	var msg string
+	if a.ResourceRequest {
+		res := a.Resource
+		if a.Subresource != "" {
+			res += "/" + a.Subresource
+		}
+		scope := "at the cluster scope"
+		if a.Namespace != "" {
+			scope = fmt.Sprintf("in the namespace %q", a.Namespace)
+		}
+		msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q %s", a.User.Name, a.Verb, res, a.APIGroup, scope)
+	} else {
+		msg = fmt.Sprintf("User %q cannot %s path %q", a.User.Name, a.Verb, a.Path)
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	gr := schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}
+	if a.Subresource != "" {
+		gr.Resource += "/" + a.Subresource
+	}
+	return apierrors.NewForbidden(gr, a.Name, errors.New(msg))
+}
+
+// GetNamespace implements admission.NamespaceGetter: the cache first, then
+// etcd, because a namespace created a moment ago may not be cached yet.
+func (s *Server) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	h := s.handlers[corev1.SchemeGroupVersion.WithResource("namespaces")]
+	if o := h.cache.get(h.key("", name)); o != nil {
+		return o.obj.(*corev1.Namespace), nil
+	}
+	obj, _, err := h.getStored(ctx, "", name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Namespace), nil
+}

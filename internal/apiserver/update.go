@@ -1,0 +1,267 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
+	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/storage"
+)
+
+// allowCreateOnUpdate lists the resources a PUT may create, as upstream's
+// strategies allow (leader election and event recorders rely on it).
+var allowCreateOnUpdate = map[string]bool{
+	"leases": true, "endpoints": true, "events": true,
+	"roles": true, "rolebindings": true, "clusterroles": true, "clusterrolebindings": true,
+}
+
+// mutation computes a new object from the current one (a copy the
+// function may modify). preconditioned reports that the result's
+// resourceVersion was chosen by the client: a mismatch is then a 409, not a
+// reason to retry.
+type mutation func(cur runtime.Object) (next runtime.Object, preconditioned bool, err error)
+
+// updateRequest is one update through the pipeline.
+type updateRequest struct {
+	namespace, name string
+	subresource     string // "", "status"; others map onto one of these
+	user            *auth.User
+	dryRun          bool
+	mutate          mutation
+	// create builds the object to create when none exists, for the
+	// resources that allow create-on-update; nil otherwise.
+	create func() (runtime.Object, error)
+}
+
+// maxUpdateRetries bounds the retries of an unconditional update that
+// keeps losing compare-and-swap races.
+const maxUpdateRetries = 16
+
+// guaranteedUpdate applies a mutation with compare-and-swap, retrying on
+// conflicts unless the client pinned a resourceVersion. It returns the
+// stored object and whether it was created.
+func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateRequest) (runtime.Object, bool, error) {
+	key := h.key(req.namespace, req.name)
+	var kv *storage.KV
+	for attempt := 0; ; attempt++ {
+		if kv == nil {
+			var err error
+			kv, err = h.s.store.Get(ctx, key)
+			if errors.Is(err, storage.ErrNotFound) && req.create != nil && allowCreateOnUpdate[h.res.Resource] && req.subresource == "" {
+				obj, err := req.create()
+				if err != nil {
+					return nil, false, err
+				}
+				created, err := h.createObject(ctx, obj, req.user, req.dryRun)
+				return created, true, err
+			}
+			if err != nil {
+				return nil, false, toStatusError(err, h.gr, req.name)
+			}
+		}
+		cur, err := h.decodeKV(kv)
+		if err != nil {
+			return nil, false, err
+		}
+		next, preconditioned, err := req.mutate(cur.DeepCopyObject())
+		if err != nil {
+			return nil, false, err
+		}
+		nm := objectMeta(next)
+		if rv := nm.GetResourceVersion(); rv != "" && rv != strconv.FormatInt(kv.ModRevision, 10) {
+			return nil, false, apierrors.NewConflict(h.gr, req.name, errors.New(conflictMessage))
+		}
+		nm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+		next, err = h.prepareUpdate(ctx, next, cur, req)
+		if err != nil {
+			return nil, false, err
+		}
+		if apiequality.Semantic.DeepEqual(next, cur) {
+			return cur, false, nil // nothing changed: no write, no new resourceVersion
+		}
+		if req.dryRun {
+			return next, false, nil
+		}
+		if finished(next) {
+			return h.deleteFinal(ctx, key, next, kv.ModRevision)
+		}
+		data, err := h.encodeForStorage(next)
+		if err != nil {
+			return nil, false, err
+		}
+		rev, latest, err := h.s.store.Update(ctx, key, data, kv.ModRevision)
+		if errors.Is(err, storage.ErrConflict) && !preconditioned && attempt < maxUpdateRetries {
+			kv = latest
+			continue
+		}
+		if err != nil {
+			return nil, false, toStatusError(err, h.gr, req.name)
+		}
+		nm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return next, false, nil
+	}
+}
+
+// prepareUpdate turns what the client sent into what will be stored:
+// system metadata kept, the spec/status split enforced, generation bumped,
+// defaults, admission and validation applied.
+func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.Object, req updateRequest) (runtime.Object, error) {
+	nm, cm := objectMeta(next), objectMeta(cur)
+	if req.subresource == "status" {
+		// A status write changes the status and nothing else.
+		out := cur.DeepCopyObject()
+		copyStatus(out, next)
+		objectMeta(out).SetResourceVersion(nm.GetResourceVersion())
+		next, nm = out, objectMeta(out)
+	} else {
+		if nm.GetUID() == "" {
+			nm.SetUID(cm.GetUID())
+		}
+		nm.SetCreationTimestamp(cm.GetCreationTimestamp())
+		nm.SetDeletionTimestamp(cm.GetDeletionTimestamp())
+		nm.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
+		nm.SetGeneration(cm.GetGeneration())
+		nm.SetSelfLink("")
+		// binding and finalize are server-built writes of a few fields; only
+		// a client's write of the main resource goes through the strategy.
+		if req.subresource == "" {
+			if h.res.HasStatus {
+				copyStatus(next, cur)
+			}
+			if h.res.Default != nil {
+				h.res.Default(next)
+			}
+			if h.res.PrepareForUpdate != nil {
+				h.res.PrepareForUpdate(next, cur)
+			}
+			if h.res.HasGeneration && specChanged(next, cur) {
+				nm.SetGeneration(cm.GetGeneration() + 1)
+			}
+		}
+	}
+	next.GetObjectKind().SetGroupVersionKind(h.gvk)
+	attrs := &admission.Attributes{Operation: admission.Update, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+		Subresource: req.subresource, Namespace: nm.GetNamespace(), Name: nm.GetName(),
+		Object: next, OldObject: cur, User: req.user, DryRun: req.dryRun}
+	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	if err := h.validateUpdate(next, cur, req.subresource); err != nil {
+		return nil, err
+	}
+	if err := h.s.admission.Validate(ctx, attrs); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+func (h *resourceHandler) validateUpdate(next, cur runtime.Object, subresource string) error {
+	var errs field.ErrorList
+	switch {
+	case subresource == "status":
+		errs = registry.ValidateMetaUpdate(objectMetaStruct(next), objectMetaStruct(cur))
+		if h.res.ValidateStatusUpdate != nil {
+			errs = append(errs, h.res.ValidateStatusUpdate(next, cur)...)
+		}
+	case subresource != "":
+		errs = registry.ValidateMetaUpdate(objectMetaStruct(next), objectMetaStruct(cur))
+	case h.res.ValidateUpdate != nil:
+		errs = h.res.ValidateUpdate(next, cur)
+	default:
+		errs = registry.ValidateMetaUpdate(objectMetaStruct(next), objectMetaStruct(cur))
+		if h.res.Validate != nil {
+			errs = append(errs, h.res.Validate(next)...)
+		}
+	}
+	return h.invalid(next, errs)
+}
+
+// finished reports whether an object marked for deletion has nothing left
+// to wait for: no finalizers and no grace period running.
+func finished(obj runtime.Object) bool {
+	m := objectMeta(obj)
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || namespacePending(obj) {
+		return false
+	}
+	g := m.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+// deleteFinal removes an object whose deletion has completed.
+func (h *resourceHandler) deleteFinal(ctx context.Context, key string, obj runtime.Object, rev int64) (runtime.Object, bool, error) {
+	delRev, _, err := h.s.store.Delete(ctx, key, rev)
+	if err != nil {
+		return nil, false, toStatusError(err, h.gr, objectMeta(obj).GetName())
+	}
+	objectMeta(obj).SetResourceVersion(strconv.FormatInt(delRev, 10))
+	return obj, false, nil
+}
+
+func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) {
+	data, err := readBody(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	obj, err := h.decodeBody(w, r, data, h.kindRef())
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	isDry, err := dryRun(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	m := objectMeta(obj)
+	if m.GetName() != name {
+		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name)))
+		return
+	}
+	if h.res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(namespace)
+		} else if m.GetNamespace() != namespace {
+			h.s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	rv := m.GetResourceVersion()
+	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: isDry,
+		mutate: func(runtime.Object) (runtime.Object, bool, error) {
+			return obj.DeepCopyObject(), rv != "", nil
+		},
+		create: func() (runtime.Object, error) { return obj.DeepCopyObject(), nil },
+	}
+	out, created, err := h.guaranteedUpdate(r.Context(), req)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	t, ok := negotiate(r, true)
+	if !ok {
+		t = target{media: mediaJSON}
+	}
+	h.s.writeObject(w, r, t, code, h, out)
+}
+
+// fieldErrs is a one-error list for a field that has an invalid value.
+func fieldErrs(path string, value interface{}, msg string) field.ErrorList {
+	return field.ErrorList{field.Invalid(field.NewPath(path), value, msg)}
+}

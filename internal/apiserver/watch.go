@@ -1,0 +1,375 @@
+package apiserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/rudder-dev/rudder/internal/storage"
+)
+
+// bookmarkInterval is how often a watch that allows bookmarks is told the
+// current resourceVersion, so a client restarting it need not replay (or
+// miss) history.
+const bookmarkInterval = time.Minute
+
+// initialEventsEndAnnotation marks the bookmark that ends the initial
+// events of a sendInitialEvents watch (a WatchList).
+const initialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+var watchersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "apiserver_registered_watchers",
+	Help: "Number of watchers currently open, by resource.",
+}, []string{"group", "resource"})
+
+// watcher writes one watch stream. It runs on the request's goroutine.
+type watcher struct {
+	h        *resourceHandler
+	w        *bufio.Writer
+	flusher  http.Flusher
+	t        target
+	match    func(*cacheObject) bool
+	include  string // includeObject, for tables
+	bookmark bool
+	// headerSent is set once a table watch sent its column definitions.
+	headerSent bool
+	lastRev    int64
+	frame      []byte
+}
+
+func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespace, name string) {
+	t, ok := negotiate(r, true)
+	if !ok {
+		h.s.writeError(w, r, notAcceptable())
+		return
+	}
+	if t.media == mediaYAML {
+		t.media = mediaJSON // upstream streams YAML watches as JSON
+	}
+	opts, err := parseListOptions(r.URL.Query(), true)
+	if err == nil {
+		err = h.checkFieldSelector(opts)
+	}
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if name != "" {
+		// A watch of one object is a watch with metadata.name selected.
+		opts.fields = andName(opts.fields, name)
+	}
+	ctx := r.Context()
+	timeout := time.Duration(opts.timeoutSeconds) * time.Second
+	if timeout == 0 {
+		// Upstream spreads watch lifetimes over [30m, 60m) so reconnections
+		// of many clients do not come at once.
+		timeout = 30*time.Minute + time.Duration(rand.Int64N(int64(30*time.Minute)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	initial := opts.resourceVersion == "" || opts.resourceVersion == "0"
+	if opts.sendInitialEvents != nil {
+		initial = *opts.sendInitialEvents
+	}
+	fromRev := opts.rv
+	switch {
+	case opts.sendInitialEvents != nil && *opts.sendInitialEvents:
+		// WatchList: the initial state is consistent (as fresh as etcd now)
+		// unless a minimum resourceVersion was given.
+		if fromRev == 0 && opts.resourceVersion == "" {
+			if _, err := h.cache.freshRevision(ctx); err != nil {
+				h.s.writeError(w, r, toStatusError(err, h.gr, ""))
+				return
+			}
+		} else if fromRev > 0 {
+			if err := h.cache.waitFresh(ctx, fromRev, freshTimeout); err != nil {
+				h.s.writeError(w, r, tooLargeRV(fromRev, h.cache.revision()))
+				return
+			}
+		}
+		fromRev = 0
+	case fromRev > 0:
+		if err := h.cache.waitFresh(ctx, fromRev, freshTimeout); errors.Is(err, errNotFresh) {
+			h.s.writeError(w, r, tooLargeRV(fromRev, h.cache.revision()))
+			return
+		} else if err != nil {
+			return
+		}
+	default:
+		if err := h.cache.waitFresh(ctx, 0, freshTimeout); err != nil {
+			return
+		}
+	}
+	match := matcher(opts)
+	start, err := h.cache.startWatch(h.prefix(namespace), fromRev, initial)
+	if errors.Is(err, storage.ErrCompacted) {
+		// Upstream answers a too-old watch with a 200 and one ERROR event.
+		se := toStatusError(err, h.gr, "")
+		h.startStream(w, t)
+		ww := h.newWatcher(w, t, match, opts, r)
+		ww.writeStatus(statusFor(se))
+		ww.w.Flush()
+		return
+	}
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+
+	watchersGauge.WithLabelValues(h.res.Group, h.res.Resource).Inc()
+	defer watchersGauge.WithLabelValues(h.res.Group, h.res.Resource).Dec()
+	h.startStream(w, t)
+	ww := h.newWatcher(w, t, match, opts, r)
+	ww.lastRev = start.rev
+	for _, o := range start.initial {
+		if match == nil || match(o) {
+			if err := ww.write(watch.Added, o, nil); err != nil {
+				return
+			}
+		}
+	}
+	if opts.sendInitialEvents != nil && *opts.sendInitialEvents {
+		if err := ww.writeBookmark(start.rev, true); err != nil {
+			return
+		}
+	}
+	if err := ww.flush(); err != nil {
+		return
+	}
+	ww.loop(ctx, start.seq, start.generation)
+}
+
+func (h *resourceHandler) startStream(w http.ResponseWriter, t target) {
+	ct := mediaJSON
+	if t.media == mediaProtobuf {
+		ct = mediaProtobuf + ";stream=watch"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (h *resourceHandler) newWatcher(w http.ResponseWriter, t target, match func(*cacheObject) bool, opts *listOptions, r *http.Request) *watcher {
+	f, _ := w.(http.Flusher)
+	return &watcher{h: h, w: bufio.NewWriterSize(w, 32<<10), flusher: f, t: t, match: match,
+		include: r.URL.Query().Get("includeObject"), bookmark: opts.allowBookmarks}
+}
+
+// loop follows the cache's event ring until the context ends or the
+// watcher falls behind.
+func (ww *watcher) loop(ctx context.Context, seq uint64, generation int) {
+	var buf []*cacheEvent
+	var bookmarks <-chan time.Time
+	if ww.bookmark {
+		tk := time.NewTicker(bookmarkInterval)
+		defer tk.Stop()
+		bookmarks = tk.C
+	}
+	for {
+		evs, next, rev, notify, err := ww.h.cache.readEvents(seq, generation, 512, buf)
+		if err != nil {
+			return // the client re-watches from its last resourceVersion
+		}
+		buf, seq = evs, next
+		for _, ev := range evs {
+			if err := ww.dispatch(ev); err != nil {
+				return
+			}
+		}
+		if len(evs) > 0 {
+			if err := ww.flush(); err != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case <-notify:
+		case <-bookmarks:
+			if err := ww.writeBookmark(rev, false); err != nil {
+				return
+			}
+			if err := ww.flush(); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			if ww.bookmark && ctx.Err() == context.DeadlineExceeded {
+				ww.writeBookmark(ww.h.cache.revision(), false)
+				ww.flush()
+			}
+			return
+		}
+	}
+}
+
+// dispatch sends one event as this watcher sees it through its selector:
+// an object that starts matching is ADDED, one that stops is DELETED.
+func (ww *watcher) dispatch(ev *cacheEvent) error {
+	ww.lastRev = ev.rev
+	if ww.match == nil {
+		return ww.write(ev.typ, ev.obj, nil)
+	}
+	cur := ww.match(ev.obj)
+	prev := ev.prev != nil && ww.match(ev.prev)
+	switch {
+	case ev.typ == watch.Deleted:
+		if prev {
+			return ww.write(watch.Deleted, ev.obj, nil)
+		}
+	case cur && prev:
+		return ww.write(watch.Modified, ev.obj, nil)
+	case cur:
+		return ww.write(watch.Added, ev.obj, nil)
+	case prev:
+		// The object left the selection: send its last matching state, at
+		// the revision of the change.
+		gone := ev.prev.obj.DeepCopyObject()
+		objectMeta(gone).SetResourceVersion(strconv.FormatInt(ev.rev, 10))
+		return ww.write(watch.Deleted, nil, gone)
+	}
+	return nil
+}
+
+// write sends one event for a cached object o, or for a one-off object.
+func (ww *watcher) write(typ watch.EventType, o *cacheObject, obj runtime.Object) error {
+	if o != nil {
+		obj = o.obj
+	}
+	switch ww.t.transform {
+	case asTable:
+		tbl, err := ww.h.table([]runtime.Object{obj}, ww.include, ww.t.groupVersion)
+		if err != nil {
+			return err
+		}
+		if ww.headerSent {
+			tbl.ColumnDefinitions = nil
+		}
+		ww.headerSent = true
+		return ww.writeEncoded(typ, tbl)
+	case asPartialMetadata:
+		return ww.writeEncoded(typ, partialMetadata(obj, ww.t.groupVersion))
+	}
+	if o != nil {
+		if ww.t.media == mediaProtobuf {
+			raw, err := o.protoOf()
+			if err != nil {
+				return err
+			}
+			return ww.writeProtoFrame(typ, protoEnvelope(o.obj.GetObjectKind().GroupVersionKind(), raw))
+		}
+		data, err := o.jsonOf(ww.h.s.codecs)
+		if err != nil {
+			return err
+		}
+		return ww.writeJSONFrame(typ, data)
+	}
+	return ww.writeEncoded(typ, obj)
+}
+
+// writeEncoded encodes obj in the stream's media type and writes the frame.
+func (ww *watcher) writeEncoded(typ watch.EventType, obj runtime.Object) error {
+	if ww.t.media == mediaProtobuf {
+		raw, ok := obj.(interface{ Marshal() ([]byte, error) })
+		if !ok {
+			return errors.New("object has no protobuf form")
+		}
+		data, err := raw.Marshal()
+		if err != nil {
+			return err
+		}
+		return ww.writeProtoFrame(typ, protoEnvelope(obj.GetObjectKind().GroupVersionKind(), data))
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return ww.writeJSONFrame(typ, data)
+}
+
+func (ww *watcher) writeJSONFrame(typ watch.EventType, obj []byte) error {
+	ww.w.WriteString(`{"type":"`)
+	ww.w.WriteString(string(typ))
+	ww.w.WriteString(`","object":`)
+	ww.w.Write(obj)
+	_, err := ww.w.WriteString("}\n")
+	return err
+}
+
+// writeProtoFrame writes a length-prefixed WatchEvent whose object is the
+// already-encoded obj.
+func (ww *watcher) writeProtoFrame(typ watch.EventType, obj []byte) error {
+	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: obj}}
+	n := ev.Size()
+	if cap(ww.frame) < n {
+		ww.frame = make([]byte, n)
+	}
+	ww.frame = ww.frame[:n]
+	if _, err := ev.MarshalToSizedBuffer(ww.frame); err != nil {
+		return err
+	}
+	msg := protoEnvelope(metav1.SchemeGroupVersion.WithKind("WatchEvent"), ww.frame)
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(msg)))
+	ww.w.Write(size[:])
+	_, err := ww.w.Write(msg)
+	return err
+}
+
+// writeBookmark sends a BOOKMARK: an empty object of the kind carrying only
+// the resourceVersion (and, for the end of a WatchList's initial events,
+// the annotation client-go waits for).
+func (ww *watcher) writeBookmark(rev int64, initialEnd bool) error {
+	if !ww.bookmark {
+		return nil
+	}
+	obj := ww.h.res.New()
+	obj.GetObjectKind().SetGroupVersionKind(ww.h.gvk)
+	m := objectMeta(obj)
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+	}
+	if ww.t.transform != asObject {
+		// Tables and metadata watches get the bookmark in their own shape.
+		p := partialMetadata(obj, ww.t.groupVersion)
+		if ww.t.transform == asTable {
+			tbl := &metav1.Table{}
+			tbl.GetObjectKind().SetGroupVersionKind(p.GroupVersionKind().GroupVersion().WithKind("Table"))
+			tbl.ResourceVersion = strconv.FormatInt(rev, 10)
+			return ww.writeEncoded(watch.Bookmark, tbl)
+		}
+		return ww.writeEncoded(watch.Bookmark, p)
+	}
+	return ww.writeEncoded(watch.Bookmark, obj)
+}
+
+func (ww *watcher) writeStatus(st *metav1.Status) error {
+	return ww.writeEncoded(watch.Error, st)
+}
+
+func (ww *watcher) flush() error {
+	if err := ww.w.Flush(); err != nil {
+		return err
+	}
+	if ww.flusher != nil {
+		ww.flusher.Flush()
+	}
+	return nil
+}
+
+// andName narrows a field selector to one object name.
+func andName(sel fields.Selector, name string) fields.Selector {
+	return fields.AndSelectors(sel, fields.OneTermEqualSelector("metadata.name", name))
+}

@@ -1,0 +1,316 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
+	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/storage"
+)
+
+// maxBodyBytes is upstream's limit on a request body.
+const maxBodyBytes = 3 * 1024 * 1024
+
+// readBody reads a request body up to the size limit (413 beyond it).
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return data, nil
+}
+
+// decodeBody decodes a request body of the request's content type into a
+// new object of the resource, checking that it is of the resource's kind.
+// Unknown or duplicate fields are errors under fieldValidation=Strict and
+// warnings under Warn (the default), as upstream.
+func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, data []byte, gvk kindRef) (runtime.Object, error) {
+	media := contentType(r)
+	mode := r.URL.Query().Get("fieldValidation")
+	switch mode {
+	case "", "Warn", "Strict", "Ignore":
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got %q", mode))
+	}
+	dec := h.s.codecs.decoderFor(media, mode != "Ignore")
+	if dec == nil {
+		return nil, unsupportedMediaType()
+	}
+	if len(data) == 0 {
+		return nil, apierrors.NewBadRequest("the body of the request was empty")
+	}
+	into := gvk.newObject()
+	defaults := gvk.kind
+	obj, actual, err := dec.Decode(data, &defaults, into)
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		var sde interface{ Errors() []error }
+		if mode == "Strict" {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if errors.As(err, &sde) {
+			for _, e := range sde.Errors() {
+				addWarning(w, e.Error())
+			}
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+	}
+	if actual != nil && (actual.Kind != gvk.kind.Kind || actual.GroupVersion() != gvk.kind.GroupVersion()) {
+		if actual.GroupVersion() != gvk.kind.GroupVersion() {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", actual.GroupVersion(), gvk.kind.GroupVersion()))
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", actual.Kind, gvk.kind.Kind))
+	}
+	if obj != into {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data does not match the expected kind (%s)", gvk.kind.Kind))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk.kind)
+	return obj, nil
+}
+
+// kindRef is the kind a body must decode to, and how to make one.
+type kindRef struct {
+	kind      schema.GroupVersionKind
+	newObject func() runtime.Object
+}
+
+func (h *resourceHandler) kindRef() kindRef { return kindRef{kind: h.gvk, newObject: h.res.New} }
+
+// unsupportedMediaType is upstream's 415 for a body it cannot read.
+func unsupportedMediaType(accepted ...string) error {
+	if len(accepted) == 0 {
+		accepted = []string{mediaJSON, mediaYAML, mediaProtobuf}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),
+	}}
+}
+
+func addWarning(w http.ResponseWriter, msg string) {
+	w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(msg, `"`, `\"`)+`"`)
+}
+
+// dryRun reports whether the request asked for dryRun=All (and rejects
+// other values, as upstream).
+func dryRun(r *http.Request) (bool, error) {
+	vals := r.URL.Query()["dryRun"]
+	for _, v := range vals {
+		if v != "All" {
+			return false, apierrors.NewBadRequest(fmt.Sprintf("Invalid dry run value: %q, supported values are: [All]", v))
+		}
+	}
+	return len(vals) > 0, nil
+}
+
+func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespace string) {
+	data, err := readBody(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	obj, err := h.decodeBody(w, r, data, h.kindRef())
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	isDry, err := dryRun(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	m := objectMeta(obj)
+	if h.res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(namespace)
+		} else if m.GetNamespace() != namespace {
+			h.s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+			return
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	created, err := h.createObject(r.Context(), obj, requestUser(r), isDry)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	t, ok := negotiate(r, true)
+	if !ok {
+		t = target{media: mediaJSON}
+	}
+	h.s.writeObject(w, r, t, http.StatusCreated, h, created)
+}
+
+// createObject runs a create through defaults, admission and validation,
+// and stores it. It is also the path of create-on-update.
+func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, user *auth.User, isDry bool) (runtime.Object, error) {
+	m := objectMeta(obj)
+	if h.res.Default != nil {
+		h.res.Default(obj)
+	}
+	attrs := &admission.Attributes{Operation: admission.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+		Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: isDry}
+	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" && m.GetGenerateName() == "" {
+		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	generated := m.GetName() == ""
+	m.SetUID(types.UID(uuid.NewUUID()))
+	m.SetCreationTimestamp(metav1.NewTime(h.s.now().Truncate(time.Second)))
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	m.SetGeneration(0)
+	if h.res.HasGeneration {
+		m.SetGeneration(1)
+	}
+	if h.res.PrepareForCreate != nil {
+		h.res.PrepareForCreate(obj)
+	}
+	for attempt := 0; ; attempt++ {
+		if generated {
+			m.SetName(m.GetGenerateName() + randomSuffix())
+			attrs.Name = m.GetName()
+		}
+		if err := h.validateCreate(obj); err != nil {
+			return nil, err
+		}
+		if err := h.s.admission.Validate(ctx, attrs); err != nil {
+			return nil, err
+		}
+		if isDry {
+			return obj, nil
+		}
+		data, err := h.encodeForStorage(obj)
+		if err != nil {
+			return nil, err
+		}
+		rev, err := h.s.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), data)
+		if errors.Is(err, storage.ErrExists) && generated && attempt < 8 {
+			continue
+		}
+		if err != nil {
+			return nil, toStatusError(err, h.gr, m.GetName())
+		}
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, nil
+	}
+}
+
+func (h *resourceHandler) validateCreate(obj runtime.Object) error {
+	var errs field.ErrorList
+	if h.res.Validate != nil {
+		errs = h.res.Validate(obj)
+	} else {
+		errs = registry.ValidateMeta(objectMetaStruct(obj), h.res.Namespaced, pathSegmentName)
+	}
+	return h.invalid(obj, errs)
+}
+
+func (h *resourceHandler) invalid(obj runtime.Object, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(h.gvk.GroupKind(), objectMeta(obj).GetName(), errs)
+}
+
+// pathSegmentName accepts any name that can be a path segment, the rule
+// for kinds without a stricter one.
+func pathSegmentName(name string, prefix bool) []string {
+	if !prefix {
+		switch name {
+		case ".", "..":
+			return []string{fmt.Sprintf("may not be '%s'", name)}
+		}
+	}
+	for _, bad := range []string{"/", "%"} {
+		if strings.Contains(name, bad) {
+			return []string{fmt.Sprintf("may not contain '%s'", bad)}
+		}
+	}
+	return nil
+}
+
+// randomSuffix is what generateName appends: five characters from an
+// alphabet without vowels, so no words are formed, as upstream.
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// objectMetaStruct returns the ObjectMeta struct of a registered type.
+func objectMetaStruct(obj runtime.Object) *metav1.ObjectMeta {
+	om, _ := objectMeta(obj).(*metav1.ObjectMeta)
+	if om == nil {
+		om = &metav1.ObjectMeta{}
+	}
+	return om
+}
+
+// structField returns the named field (Spec, Status) of a pointer to a
+// registered API struct, or an invalid Value.
+func structField(obj runtime.Object, name string) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.Elem().FieldByName(name)
+}
+
+// copyStatus sets dst's status to src's.
+func copyStatus(dst, src runtime.Object) {
+	d, s := structField(dst, "Status"), structField(src, "Status")
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
+// specChanged reports whether anything besides metadata and status
+// differs: what bumps metadata.generation.
+func specChanged(a, b runtime.Object) bool {
+	ac, bc := a.DeepCopyObject(), b.DeepCopyObject()
+	for _, o := range []runtime.Object{ac, bc} {
+		if f := structField(o, "ObjectMeta"); f.IsValid() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+		if f := structField(o, "Status"); f.IsValid() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+		if f := structField(o, "TypeMeta"); f.IsValid() {
+			f.Set(reflect.Zero(f.Type()))
+		}
+	}
+	return !apiequality.Semantic.DeepEqual(ac, bc)
+}

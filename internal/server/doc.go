@@ -1,0 +1,16 @@
+// Package server wires the control plane: certificates, etcd (embedded or
+// external), the API server with its authentication, authorization and
+// admission, and the HTTPS listener, started in readiness order.
+//
+// Start returns once the API answers, which is what `rudder server` runs
+// and what tests and benchmarks use to get a real server in-process:
+//
+//	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir()})
+//	defer srv.Stop()
+//	cfg, _ := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+//
+// Start-up order: certificates (pki) → etcd → API server watch caches
+// synced → bootstrap objects (system namespaces, RBAC policy) → listener →
+// ready. Shutdown runs the other way: the listener drains, watches end,
+// then etcd closes its files.
+package server

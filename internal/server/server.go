@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/apiserver"
+	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/pki"
+	"github.com/rudder-dev/rudder/internal/storage"
+)
+
+// Config configures a control-plane server. Zero values take the defaults
+// `rudder server` documents.
+type Config struct {
+	// DataDir holds etcd's data, the certificates and admin.kubeconfig.
+	DataDir string
+	// EtcdServers, when set, are an external etcd cluster to use instead of
+	// the embedded member.
+	EtcdServers []string
+	// BindAddress and HTTPSPort are where the API is served (127.0.0.1:6443;
+	// port 0 picks a free one).
+	BindAddress string
+	HTTPSPort   int
+	// TLSSANs are extra names or IPs for the serving certificate.
+	TLSSANs []string
+	// TokenAuthFile is a static token file in upstream's CSV format.
+	TokenAuthFile string
+	// AnonymousAuth lets requests without credentials in as system:anonymous.
+	AnonymousAuth bool
+	// CompactionInterval is how often etcd history is compacted (5 min).
+	CompactionInterval time.Duration
+	// WatchCacheCapacity is the events kept per resource for resuming watches.
+	WatchCacheCapacity int
+}
+
+func (c *Config) defaults() {
+	if c.BindAddress == "" {
+		c.BindAddress = "127.0.0.1"
+	}
+	if c.CompactionInterval == 0 {
+		c.CompactionInterval = 5 * time.Minute
+	}
+}
+
+// Server is a running control plane.
+type Server struct {
+	// URL is the API's address, e.g. https://127.0.0.1:6443.
+	URL string
+	// Kubeconfig is the path of the admin kubeconfig (system:masters).
+	Kubeconfig string
+	// PKI holds the cluster CA and credentials.
+	PKI *pki.Bundle
+	// API is the API server, for in-process users such as benchmarks.
+	API *apiserver.Server
+
+	etcd      *storage.Etcd
+	http      *http.Server
+	cancel    context.CancelFunc
+	serveDone chan struct{} // the listener stopped
+	done      chan struct{} // everything stopped, etcd closed
+	serveErr  error
+}
+
+// systemNamespaces exist from the first start; the first three can never
+// be deleted.
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// Start brings the control plane up in readiness order — certificates,
+// etcd, watch caches, bootstrap objects, then the listener — and returns
+// once it serves. It runs until ctx ends or Stop is called.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	cfg.defaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: a data directory is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{cancel: cancel, serveDone: make(chan struct{}), done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			cancel()
+			if s.etcd != nil {
+				s.etcd.Close()
+			}
+		}
+	}()
+
+	bundle, err := pki.Ensure(pki.Config{Dir: filepath.Join(cfg.DataDir, "pki"), Hosts: append([]string{cfg.BindAddress}, cfg.TLSSANs...)})
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	s.PKI = bundle
+
+	if len(cfg.EtcdServers) > 0 {
+		s.etcd, err = storage.Connect(ctx, cfg.EtcdServers)
+	} else {
+		s.etcd, err = storage.StartEmbedded(ctx, storage.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "etcd")})
+	}
+	if err != nil {
+		return nil, err
+	}
+	store := storage.NewStore(s.etcd.Client)
+
+	authenticators := []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{})}
+	if cfg.TokenAuthFile != "" {
+		tf, err := auth.LoadTokenFile(cfg.TokenAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		authenticators = append(authenticators, auth.NewBearerAuthenticator(tf))
+	}
+	api, err := apiserver.New(apiserver.Config{
+		Store:              store,
+		Authenticator:      auth.NewAuthenticator(auth.AuthenticatorConfig{Authenticators: authenticators, Anonymous: cfg.AnonymousAuth}),
+		WatchCacheCapacity: cfg.WatchCacheCapacity,
+	})
+	if err != nil {
+		return nil, err
+	}
+	authz := auth.NewDefaultAuthorizer(api.RBACSource())
+	api.SetAuthorization(authz, func(r *http.Request, u *auth.User) (*auth.User, error) {
+		out, err := auth.Impersonate(u, r.Header, authz)
+		if err == nil {
+			auth.DeleteImpersonationHeaders(r.Header)
+		}
+		return out, err
+	})
+	api.SetAdmission(admission.NewChain(
+		admission.NamespaceLifecycle{Namespaces: api, Immortal: systemNamespaces[:3]},
+	))
+	s.API = api
+	if err := api.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := api.EnsureObjects(ctx, bootstrapObjects()); err != nil {
+		return nil, err
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPSPort)))
+	if err != nil {
+		return nil, err
+	}
+	s.URL = "https://" + ln.Addr().String()
+	s.Kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
+	if err := pki.WriteKubeconfig(s.Kubeconfig, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM, pki.AdminCommonName); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.http = &http.Server{
+		Handler: api,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{bundle.ServingCert},
+			ClientCAs:    bundle.CAPool,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		// Watches multiplex on few connections: allow many streams each.
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 2000},
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	}
+	go store.Compact(ctx, cfg.CompactionInterval)
+	go func() {
+		defer close(s.serveDone)
+		err := s.http.ServeTLS(ln, "", "")
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.serveErr = err
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		s.shutdown()
+	}()
+	api.MarkReady()
+	ok = true
+	slog.Info("API server ready", "url", s.URL, "kubeconfig", s.Kubeconfig)
+	return s, nil
+}
+
+// shutdown stops accepting requests, gives running ones a moment, ends
+// watches, then stops etcd so its files are closed cleanly.
+func (s *Server) shutdown() {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.http.Shutdown(sctx); err != nil {
+		s.http.Close()
+	}
+	<-s.serveDone
+	s.etcd.Close()
+	close(s.done)
+}
+
+// Stop shuts the server down and waits for it.
+func (s *Server) Stop() {
+	s.cancel()
+	<-s.done
+}
+
+// Wait blocks until the server has stopped and returns why.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.serveErr
+}
+
+// bootstrapObjects are created on every start if missing: the system
+// namespaces and upstream's bootstrap RBAC policy.
+func bootstrapObjects() []runtime.Object {
+	var objs []runtime.Object
+	for _, name := range systemNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		objs = append(objs, ns)
+	}
+	for _, r := range auth.BootstrapClusterRoles() {
+		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
+		objs = append(objs, r)
+	}
+	for _, b := range auth.BootstrapClusterRoleBindings() {
+		b.SetGroupVersionKind(rbacGVK("ClusterRoleBinding"))
+		objs = append(objs, b)
+	}
+	return objs
+}
+
+func rbacGVK(kind string) schema.GroupVersionKind {
+	return rbacv1.SchemeGroupVersion.WithKind(kind)
+}
