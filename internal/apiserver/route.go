@@ -142,6 +142,8 @@ func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *
 		s.serveHealth(w, r, "livez", false)
 	case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
 		s.serveHealth(w, r, "readyz", true)
+	case p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
+		s.serveOpenAPI(w, r)
 	case p == "/metrics":
 		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	case p == "/":

@@ -60,6 +60,7 @@ type Server struct {
 	// groups lists API groups and versions in discovery order.
 	groups    []groupVersions
 	discovery *discoveryCache
+	openapi   *openAPI
 	checks    []healthCheck
 	ready     chan struct{}
 }
@@ -117,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.discovery = newDiscoveryCache(s)
+	s.openapi = newOpenAPI(cfg.Resources)
 	for _, c := range append([]prometheus.Collector{requestCounter, requestLatency, watchersGauge}, storage.Metrics()...) {
 		if err := s.metrics.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

@@ -308,22 +308,20 @@ func (ww *watcher) writeJSONFrame(typ watch.EventType, obj []byte) error {
 }
 
 // writeProtoFrame writes a length-prefixed WatchEvent whose object is the
-// already-encoded obj.
+// already-encoded (enveloped) obj. Stream frames themselves carry no
+// envelope: that is the "raw" protobuf form clients expect in a stream.
 func (ww *watcher) writeProtoFrame(typ watch.EventType, obj []byte) error {
 	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: obj}}
 	n := ev.Size()
-	if cap(ww.frame) < n {
-		ww.frame = make([]byte, n)
+	if cap(ww.frame) < 4+n {
+		ww.frame = make([]byte, 4+n)
 	}
-	ww.frame = ww.frame[:n]
-	if _, err := ev.MarshalToSizedBuffer(ww.frame); err != nil {
+	ww.frame = ww.frame[:4+n]
+	binary.BigEndian.PutUint32(ww.frame[:4], uint32(n))
+	if _, err := ev.MarshalToSizedBuffer(ww.frame[4:]); err != nil {
 		return err
 	}
-	msg := protoEnvelope(metav1.SchemeGroupVersion.WithKind("WatchEvent"), ww.frame)
-	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(len(msg)))
-	ww.w.Write(size[:])
-	_, err := ww.w.Write(msg)
+	_, err := ww.w.Write(ww.frame)
 	return err
 }
 

@@ -24,9 +24,13 @@ func coreResource(t *testing.T, plural string) *Resource {
 }
 
 // create runs the write path the server runs on create, minus storage.
-func create(t *testing.T, plural string, obj runtime.Object) {
-	t.Helper()
-	r := coreResource(t, plural)
+func coreCreate(plural string, obj runtime.Object) {
+	var r *Resource
+	for _, c := range coreResources() {
+		if c.Resource == plural {
+			r = c
+		}
+	}
 	if r.Default != nil {
 		r.Default(obj)
 	}
@@ -35,7 +39,7 @@ func create(t *testing.T, plural string, obj runtime.Object) {
 	}
 }
 
-func TestDefaultMinimalPod(t *testing.T) {
+func TestCoreDefaultMinimalPod(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -57,7 +61,7 @@ func TestDefaultMinimalPod(t *testing.T) {
 			},
 		},
 	}
-	create(t, "pods", pod)
+	coreCreate("pods", pod)
 	spec, c := pod.Spec, pod.Spec.Containers[0]
 
 	checks := []struct {
@@ -104,7 +108,7 @@ func TestDefaultMinimalPod(t *testing.T) {
 	}
 }
 
-func TestDefaultPodSpecLeavesPodOnlyFields(t *testing.T) {
+func TestCoreDefaultPodSpecLeavesPodOnlyFields(t *testing.T) {
 	// A Deployment template must read back without pod-only defaults.
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "busybox:1.36",
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
@@ -125,7 +129,7 @@ func TestDefaultPodSpecLeavesPodOnlyFields(t *testing.T) {
 	}
 }
 
-func TestImagePullPolicy(t *testing.T) {
+func TestCoreImagePullPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		image string
 		want  corev1.PullPolicy
@@ -151,7 +155,7 @@ func TestImagePullPolicy(t *testing.T) {
 	}
 }
 
-func TestPodQOSClass(t *testing.T) {
+func TestCorePodQOSClass(t *testing.T) {
 	rl := func(cpu, mem string) corev1.ResourceList {
 		l := corev1.ResourceList{}
 		if cpu != "" {
@@ -186,11 +190,11 @@ func TestPodQOSClass(t *testing.T) {
 	}
 }
 
-func TestDefaultOtherKinds(t *testing.T) {
+func TestCoreDefaultOtherKinds(t *testing.T) {
 	t.Run("service", func(t *testing.T) {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
-		create(t, "services", svc)
+		coreCreate("services", svc)
 		p := svc.Spec.Ports[0]
 		if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone || p.Protocol != corev1.ProtocolTCP ||
 			p.TargetPort != intstr.FromInt32(80) || *svc.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster ||
@@ -198,14 +202,14 @@ func TestDefaultOtherKinds(t *testing.T) {
 			t.Errorf("unexpected defaults: %+v", svc.Spec)
 		}
 		plain := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}
-		create(t, "services", plain)
+		coreCreate("services", plain)
 		if plain.Spec.Type != corev1.ServiceTypeClusterIP || plain.Spec.ExternalTrafficPolicy != "" || plain.Spec.Ports[0].TargetPort != intstr.FromString("http") {
 			t.Errorf("unexpected ClusterIP defaults: %+v", plain.Spec)
 		}
 	})
 	t.Run("namespace", func(t *testing.T) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
-		create(t, "namespaces", ns)
+		coreCreate("namespaces", ns)
 		if ns.Status.Phase != corev1.NamespaceActive || len(ns.Spec.Finalizers) != 1 || ns.Spec.Finalizers[0] != corev1.FinalizerKubernetes ||
 			ns.Labels[corev1.LabelMetadataName] != "team-a" {
 			t.Errorf("unexpected namespace: %+v", ns)
@@ -213,7 +217,7 @@ func TestDefaultOtherKinds(t *testing.T) {
 	})
 	t.Run("secret", func(t *testing.T) {
 		s := &corev1.Secret{StringData: map[string]string{"password": "hunter2"}}
-		create(t, "secrets", s)
+		coreCreate("secrets", s)
 		if s.Type != corev1.SecretTypeOpaque || string(s.Data["password"]) != "hunter2" || s.StringData != nil {
 			t.Errorf("unexpected secret: %+v", s)
 		}
@@ -221,7 +225,7 @@ func TestDefaultOtherKinds(t *testing.T) {
 	t.Run("node", func(t *testing.T) {
 		n := &corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"},
 			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}}
-		create(t, "nodes", n)
+		coreCreate("nodes", n)
 		if len(n.Spec.PodCIDRs) != 1 || n.Status.Allocatable.Pods().Value() != 110 {
 			t.Errorf("unexpected node: %+v", n)
 		}

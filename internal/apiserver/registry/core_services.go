@@ -74,6 +74,11 @@ func defaultService(obj runtime.Object) {
 	}
 }
 
+// intOrStringIsZero reports whether a target port was left unset.
+func intOrStringIsZero(v intstr.IntOrString) bool {
+	return v == intstr.FromInt32(0) || v == intstr.FromString("")
+}
+
 func externallyAccessible(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort ||
 		(svc.Spec.Type == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0)
@@ -144,6 +149,22 @@ func prepareUpdateService(obj, old runtime.Object) {
 	}
 	if !needsHealthCheck(svc) && needsHealthCheck(oldSvc) && spec.HealthCheckNodePort == oldSpec.HealthCheckNodePort {
 		spec.HealthCheckNodePort = 0
+	}
+	if !externallyAccessible(svc) && spec.ExternalTrafficPolicy == oldSpec.ExternalTrafficPolicy {
+		spec.ExternalTrafficPolicy = ""
+	}
+	if spec.Type == corev1.ServiceTypeExternalName && spec.InternalTrafficPolicy != nil && oldSpec.InternalTrafficPolicy != nil &&
+		*spec.InternalTrafficPolicy == *oldSpec.InternalTrafficPolicy {
+		spec.InternalTrafficPolicy = nil
+	}
+	if spec.Type != corev1.ServiceTypeLoadBalancer && oldSpec.Type == corev1.ServiceTypeLoadBalancer {
+		if spec.AllocateLoadBalancerNodePorts != nil && oldSpec.AllocateLoadBalancerNodePorts != nil &&
+			*spec.AllocateLoadBalancerNodePorts == *oldSpec.AllocateLoadBalancerNodePorts {
+			spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if spec.LoadBalancerClass != nil && oldSpec.LoadBalancerClass != nil && *spec.LoadBalancerClass == *oldSpec.LoadBalancerClass {
+			spec.LoadBalancerClass = nil
+		}
 	}
 	if spec.Type == corev1.ServiceTypeExternalName && oldSpec.Type != corev1.ServiceTypeExternalName {
 		if sameStrings(spec.ClusterIPs, oldSpec.ClusterIPs) {

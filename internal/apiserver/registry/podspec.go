@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -244,9 +243,4 @@ func imageTagIsLatest(image string) bool {
 		return !hasDigest
 	}
 	return tag == "latest"
-}
-
-// intOrStringIsZero reports whether a target port was left unset.
-func intOrStringIsZero(v intstr.IntOrString) bool {
-	return v == intstr.FromInt32(0) || v == intstr.FromString("")
 }

@@ -14,7 +14,7 @@ import (
 // errKeys renders errors as "<field>: <type>", the part of kubectl's
 // message that tests pin down; the detail wording is checked separately
 // where it matters.
-func errKeys(errs field.ErrorList) []string {
+func strategyErrKeys(errs field.ErrorList) []string {
 	keys := make([]string, len(errs))
 	for i, e := range errs {
 		keys[i] = e.Field + ": " + e.Type.String()
@@ -24,9 +24,9 @@ func errKeys(errs field.ErrorList) []string {
 
 // checkErrs fails unless errs holds exactly one error per entry of want,
 // in any order. Entries look like "spec.selector: Required value".
-func checkErrs(t *testing.T, errs field.ErrorList, want ...string) {
+func expectErrs(t *testing.T, errs field.ErrorList, want ...string) {
 	t.Helper()
-	got := errKeys(errs)
+	got := strategyErrKeys(errs)
 	slices.Sort(got)
 	w := slices.Clone(want)
 	slices.Sort(w)
@@ -38,7 +38,7 @@ func checkErrs(t *testing.T, errs field.ErrorList, want ...string) {
 // checkHasErr fails unless one of errs has the key and, when detail is not
 // empty, a message containing it. Use it where the pod spec validation of
 // another file may add errors of its own.
-func checkHasErr(t *testing.T, errs field.ErrorList, key, detail string) {
+func expectErrWith(t *testing.T, errs field.ErrorList, key, detail string) {
 	t.Helper()
 	for _, e := range errs {
 		if e.Field+": "+e.Type.String() == key && strings.Contains(e.Error(), detail) {
@@ -50,7 +50,7 @@ func checkHasErr(t *testing.T, errs field.ErrorList, key, detail string) {
 
 // lookup returns the registry entry of a resource, so that tests go through
 // the same wiring the API server uses.
-func lookup(t *testing.T, group, resource string) *Resource {
+func mustResource(t *testing.T, group, resource string) *Resource {
 	t.Helper()
 	for _, r := range All() {
 		if r.Group == group && r.Resource == resource {
@@ -63,7 +63,7 @@ func lookup(t *testing.T, group, resource string) *Resource {
 
 // create runs what the API server runs on a create: defaults, the
 // create preparation, validation.
-func create(r *Resource, obj runtime.Object) field.ErrorList {
+func runCreate(r *Resource, obj runtime.Object) field.ErrorList {
 	if r.Default != nil {
 		r.Default(obj)
 	}
@@ -75,7 +75,7 @@ func create(r *Resource, obj runtime.Object) field.ErrorList {
 
 // update runs what the API server runs on an update of old (already
 // stored) to obj.
-func update(r *Resource, obj, old runtime.Object) field.ErrorList {
+func runUpdate(r *Resource, obj, old runtime.Object) field.ErrorList {
 	if r.Default != nil {
 		r.Default(obj)
 	}
@@ -85,18 +85,18 @@ func update(r *Resource, obj, old runtime.Object) field.ErrorList {
 	return r.ValidateUpdate(obj, old)
 }
 
-func meta(name string) metav1.ObjectMeta {
+func objMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", UID: "8a1c5f7e-6d37-4d3e-9b63-0d4f4f6c2a11"}
 }
 
 // stored marks an object's metadata as the server does once it is stored,
 // which update validation expects of both sides.
-func stored(m *metav1.ObjectMeta) {
+func markStored(m *metav1.ObjectMeta) {
 	m.ResourceVersion = "7"
 	m.Generation = 1
 }
 
-func template(labels map[string]string, restart corev1.RestartPolicy) corev1.PodTemplateSpec {
+func podTemplateWith(labels map[string]string, restart corev1.RestartPolicy) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
@@ -106,6 +106,6 @@ func template(labels map[string]string, restart corev1.RestartPolicy) corev1.Pod
 	}
 }
 
-func selector(labels map[string]string) *metav1.LabelSelector {
+func matchLabels(labels map[string]string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: labels}
 }
