@@ -166,6 +166,9 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 		if err != nil {
 			return nil, false, toStatusError(err, h.gr, name)
 		}
+		if h.hooks != nil {
+			h.hooks.afterWrite(ctx, nil, cur)
+		}
 		objectMeta(cur).SetResourceVersion(strconv.FormatInt(rev, 10))
 		return cur, false, nil
 	}

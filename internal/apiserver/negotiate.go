@@ -64,6 +64,8 @@ func newCodecs() *codecs {
 	if err := metav1beta1.AddMetaToScheme(s); err != nil {
 		panic(err)
 	}
+	// Clients send DeleteOptions as meta.k8s.io/v1 as well as v1.
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.DeleteOptions{})
 	return &codecs{
 		scheme:     s,
 		json:       json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{}),

@@ -23,6 +23,8 @@ type resourceHandler struct {
 	gvk   schema.GroupVersionKind
 	gr    schema.GroupResource
 	cache *watchCache
+	// hooks, when set, take part in writes (service IP allocation).
+	hooks *writeHooks
 }
 
 func (h *resourceHandler) key(namespace, name string) string {

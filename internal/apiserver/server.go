@@ -40,6 +40,9 @@ type Config struct {
 	// WatchCacheCapacity is the number of events each resource's cache
 	// keeps for watches that resume (default 10,000).
 	WatchCacheCapacity int
+	// ServiceNetwork is where services get cluster IPs and node ports
+	// (default DefaultServiceNetwork()).
+	ServiceNetwork ServiceNetwork
 	// Registry collects the server's metrics (default: a new registry).
 	Registry *prometheus.Registry
 	Clock    clock.Clock
@@ -61,6 +64,7 @@ type Server struct {
 	groups    []groupVersions
 	discovery *discoveryCache
 	openapi   *openAPI
+	services  *serviceAllocator
 	checks    []healthCheck
 	ready     chan struct{}
 }
@@ -83,6 +87,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if !cfg.ServiceNetwork.CIDR.IsValid() {
+		cfg.ServiceNetwork = DefaultServiceNetwork()
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -116,6 +123,11 @@ func New(cfg Config) (*Server, error) {
 		if !contains(s.groups[i].versions, res.Version) {
 			s.groups[i].versions = append(s.groups[i].versions, res.Version)
 		}
+	}
+	services := s.handlers[corev1.SchemeGroupVersion.WithResource("services")]
+	if services != nil {
+		s.services = &serviceAllocator{net: cfg.ServiceNetwork, store: s.store}
+		services.hooks = s.services.hooks()
 	}
 	s.discovery = newDiscoveryCache(s)
 	s.openapi = newOpenAPI(cfg.Resources)
@@ -159,6 +171,12 @@ func (s *Server) Start(ctx context.Context) error {
 		case <-h.cache.ready:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+	if s.services != nil {
+		h := s.handlers[corev1.SchemeGroupVersion.WithResource("services")]
+		if err := s.services.repair(ctx, h.cache); err != nil {
+			return fmt.Errorf("repair service allocations: %w", err)
 		}
 	}
 	return nil

@@ -95,17 +95,30 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 		if finished(next) {
 			return h.deleteFinal(ctx, key, next, kv.ModRevision)
 		}
+		undo := func() {}
+		if h.hooks != nil {
+			if undo, err = h.hooks.beforeWrite(ctx, next, cur); err != nil {
+				return nil, false, err
+			}
+		}
 		data, err := h.encodeForStorage(next)
 		if err != nil {
+			undo()
 			return nil, false, err
 		}
 		rev, latest, err := h.s.store.Update(ctx, key, data, kv.ModRevision)
+		if err != nil {
+			undo()
+		}
 		if errors.Is(err, storage.ErrConflict) && !preconditioned && attempt < maxUpdateRetries {
 			kv = latest
 			continue
 		}
 		if err != nil {
 			return nil, false, toStatusError(err, h.gr, req.name)
+		}
+		if h.hooks != nil {
+			h.hooks.afterWrite(ctx, next, cur)
 		}
 		nm.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return next, false, nil
@@ -202,6 +215,9 @@ func (h *resourceHandler) deleteFinal(ctx context.Context, key string, obj runti
 	delRev, _, err := h.s.store.Delete(ctx, key, rev)
 	if err != nil {
 		return nil, false, toStatusError(err, h.gr, objectMeta(obj).GetName())
+	}
+	if h.hooks != nil {
+		h.hooks.afterWrite(ctx, nil, obj)
 	}
 	objectMeta(obj).SetResourceVersion(strconv.FormatInt(delRev, 10))
 	return obj, false, nil

@@ -195,6 +195,7 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	if h.res.PrepareForCreate != nil {
 		h.res.PrepareForCreate(obj)
 	}
+	var err error
 	for attempt := 0; ; attempt++ {
 		if generated {
 			m.SetName(m.GetGenerateName() + randomSuffix())
@@ -209,11 +210,21 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if isDry {
 			return obj, nil
 		}
+		undo := func() {}
+		if h.hooks != nil {
+			if undo, err = h.hooks.beforeWrite(ctx, obj, nil); err != nil {
+				return nil, err
+			}
+		}
 		data, err := h.encodeForStorage(obj)
 		if err != nil {
+			undo()
 			return nil, err
 		}
 		rev, err := h.s.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), data)
+		if err != nil {
+			undo()
+		}
 		if errors.Is(err, storage.ErrExists) && generated && attempt < 8 {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
@@ -48,6 +49,10 @@ type Config struct {
 	CompactionInterval time.Duration
 	// WatchCacheCapacity is the events kept per resource for resuming watches.
 	WatchCacheCapacity int
+	// ServiceCIDR and NodePortRange are where services get cluster IPs and
+	// node ports ("10.96.0.0/12", "30000-32767" when empty).
+	ServiceCIDR   string
+	NodePortRange string
 }
 
 func (c *Config) defaults() {
@@ -129,7 +134,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		authenticators = append(authenticators, auth.NewBearerAuthenticator(tf))
 	}
+	svcNet, err := apiserver.ParseServiceNetwork(cfg.ServiceCIDR, cfg.NodePortRange)
+	if err != nil {
+		return nil, err
+	}
 	api, err := apiserver.New(apiserver.Config{
+		ServiceNetwork:     svcNet,
 		Store:              store,
 		Authenticator:      auth.NewAuthenticator(auth.AuthenticatorConfig{Authenticators: authenticators, Anonymous: cfg.AnonymousAuth}),
 		WatchCacheCapacity: cfg.WatchCacheCapacity,
@@ -152,12 +162,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := api.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, bootstrapObjects()); err != nil {
-		return nil, err
-	}
-
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPSPort)))
 	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := api.EnsureObjects(ctx, bootstrapObjects(svcNet.FirstIP(), port)); err != nil {
+		ln.Close()
 		return nil, err
 	}
 	s.URL = "https://" + ln.Addr().String()
@@ -225,14 +236,27 @@ func (s *Server) Wait() error {
 }
 
 // bootstrapObjects are created on every start if missing: the system
-// namespaces and upstream's bootstrap RBAC policy.
-func bootstrapObjects() []runtime.Object {
+// namespaces, the kubernetes service (the API's in-cluster address, on the
+// first service IP) and upstream's bootstrap RBAC policy.
+func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 	var objs []runtime.Object
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 		objs = append(objs, ns)
 	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: serviceIP,
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromInt32(int32(apiPort))}},
+			SessionAffinity: corev1.ServiceAffinityNone,
+		},
+	}
+	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	objs = append(objs, svc)
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

@@ -138,13 +138,12 @@ func validateDaemonSetUpdateStrategy(s *appsv1.DaemonSetUpdateStrategy, fldPath 
 
 func validateDaemonSetStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	ds, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
-	allErrs := ValidateMetaUpdate(&ds.ObjectMeta, &o.ObjectMeta)
 	p := field.NewPath("status")
 	s := &ds.Status
-	allErrs = append(allErrs, nonNegativeCounts(p, []namedCount{
+	allErrs := nonNegativeCounts(p, []namedCount{
 		{"currentNumberScheduled", s.CurrentNumberScheduled}, {"numberMisscheduled", s.NumberMisscheduled},
 		{"desiredNumberScheduled", s.DesiredNumberScheduled}, {"numberReady", s.NumberReady},
-	})...)
+	})
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, p.Child("observedGeneration"))...)
 	allErrs = append(allErrs, nonNegativeCounts(p, []namedCount{
 		{"updatedNumberScheduled", s.UpdatedNumberScheduled}, {"numberAvailable", s.NumberAvailable},

@@ -134,10 +134,9 @@ func validateDeploymentStrategy(s *appsv1.DeploymentStrategy, fldPath *field.Pat
 
 func validateDeploymentStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	d, o := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
-	allErrs := ValidateMetaUpdate(&d.ObjectMeta, &o.ObjectMeta)
 	p := field.NewPath("status")
 	s := &d.Status
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, p.Child("observedGeneration"))...)
+	allErrs := apivalidation.ValidateNonnegativeField(s.ObservedGeneration, p.Child("observedGeneration"))
 	allErrs = append(allErrs, nonNegativeCounts(p, []namedCount{
 		{"replicas", s.Replicas}, {"updatedReplicas", s.UpdatedReplicas}, {"readyReplicas", s.ReadyReplicas},
 		{"availableReplicas", s.AvailableReplicas}, {"unavailableReplicas", s.UnavailableReplicas},

@@ -43,15 +43,13 @@ func validateReplicaSetSpec(spec *appsv1.ReplicaSetSpec, fldPath *field.Path) fi
 	return append(allErrs, validateReplicaSetLikeTemplate(spec.Selector, &spec.Template, "deployment", fldPath)...)
 }
 
-func validateReplicaSetStatusUpdate(obj, old runtime.Object) field.ErrorList {
-	rs, o := obj.(*appsv1.ReplicaSet), old.(*appsv1.ReplicaSet)
-	allErrs := ValidateMetaUpdate(&rs.ObjectMeta, &o.ObjectMeta)
+func validateReplicaSetStatusUpdate(obj, _ runtime.Object) field.ErrorList {
 	p := field.NewPath("status")
-	s := &rs.Status
-	allErrs = append(allErrs, nonNegativeCounts(p, []namedCount{
+	s := &obj.(*appsv1.ReplicaSet).Status
+	allErrs := nonNegativeCounts(p, []namedCount{
 		{"replicas", s.Replicas}, {"fullyLabeledReplicas", s.FullyLabeledReplicas},
 		{"readyReplicas", s.ReadyReplicas}, {"availableReplicas", s.AvailableReplicas},
-	})...)
+	})
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, p.Child("observedGeneration"))...)
 	if s.TerminatingReplicas != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.TerminatingReplicas), p.Child("terminatingReplicas"))...)

@@ -229,7 +229,6 @@ func validateStatefulSetStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(st.ObservedGeneration, p.Child("observedGeneration"))...)
 	allErrs = append(allErrs, replicaCountsConsistent(p, st.Replicas, st.ReadyReplicas, st.AvailableReplicas,
 		namedCount{"currentReplicas", st.CurrentReplicas}, namedCount{"updatedReplicas", st.UpdatedReplicas})...)
-	allErrs = append(allErrs, ValidateMetaUpdate(&s.ObjectMeta, &o.ObjectMeta)...)
 	return append(allErrs, validateCollisionCount(st.CollisionCount, o.Status.CollisionCount, p.Child("collisionCount"))...)
 }
 

@@ -458,7 +458,11 @@ func TestControllerRevision(t *testing.T) {
 
 func TestScaleSelectors(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}
-	d := deployment(func(d *appsv1.Deployment) { d.Spec.Selector = sel; d.Spec.Replicas = new(int32(3)); d.Status.Replicas = 2 })
+	d := deployment(func(d *appsv1.Deployment) {
+		d.Spec.Selector = sel
+		d.Spec.Replicas = new(int32(3))
+		d.Status.Replicas = 2
+	})
 	s := statefulSet(func(s *appsv1.StatefulSet) { s.Spec.Selector = sel; s.Spec.Replicas = new(int32(4)) })
 	for _, tc := range []struct {
 		resource     string

@@ -285,12 +285,11 @@ func jobConditionHeld(j *batchv1.Job, t batchv1.JobConditionType) bool {
 // status was already off can still be updated.
 func validateJobStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	j, o := obj.(*batchv1.Job), old.(*batchv1.Job)
-	allErrs := ValidateMetaUpdate(&j.ObjectMeta, &o.ObjectMeta)
 	p := field.NewPath("status")
 	s, os := &j.Status, &o.Status
 	cp := p.Child("conditions")
 
-	allErrs = append(allErrs, nonNegativeCounts(p, []namedCount{{"active", s.Active}, {"succeeded", s.Succeeded}, {"failed", s.Failed}})...)
+	allErrs := nonNegativeCounts(p, []namedCount{{"active", s.Active}, {"succeeded", s.Succeeded}, {"failed", s.Failed}})
 	if s.Ready != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Ready), p.Child("ready"))...)
 	}

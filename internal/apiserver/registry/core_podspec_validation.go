@@ -97,6 +97,9 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path, isPod bool) fiel
 		allErrs = append(allErrs, validateEnum(*spec.PreemptionPolicy, fldPath.Child("preemptionPolicy"),
 			corev1.PreemptLowerPriority, corev1.PreemptNever)...)
 	}
+	if spec.Resources != nil {
+		allErrs = append(allErrs, validatePodLevelResources(spec.Resources, fldPath.Child("resources"))...)
+	}
 	if spec.Overhead != nil {
 		allErrs = append(allErrs, validateResourceRequirements(&corev1.ResourceRequirements{Limits: spec.Overhead}, fldPath.Child("overhead"))...)
 	}
@@ -254,8 +257,9 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 }
 
 func validateHostPathType(t corev1.HostPathType, fldPath *field.Path) field.ErrorList {
-	valid := []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
-		corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev}
+	// Sorted, as upstream lists them.
+	valid := []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathBlockDev, corev1.HostPathCharDev, corev1.HostPathDirectory,
+		corev1.HostPathDirectoryOrCreate, corev1.HostPathFile, corev1.HostPathFileOrCreate, corev1.HostPathSocket}
 	for _, v := range valid {
 		if t == v {
 			return nil
@@ -425,7 +429,7 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Pa
 	}
 	if sc.FSGroupChangePolicy != nil {
 		allErrs = append(allErrs, validateEnum(*sc.FSGroupChangePolicy, fldPath.Child("fsGroupChangePolicy"),
-			corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)...)
+			corev1.FSGroupChangeAlways, corev1.FSGroupChangeOnRootMismatch)...)
 	}
 	for i, s := range sc.Sysctls {
 		if s.Name == "" {

@@ -128,6 +128,27 @@ func validateResourceRequirements(req *corev1.ResourceRequirements, fldPath *fie
 	return allErrs
 }
 
+// validatePodLevelResources checks spec.resources, which may name only
+// the resources a pod-level budget supports.
+func validatePodLevelResources(req *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if len(req.Claims) > 0 {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("claims"), "claims cannot be set for Resources at pod-level"))
+	}
+	supported := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, "hugepages-*"}
+	for _, l := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"limits", req.Limits}, {"requests", req.Requests}} {
+		for _, name := range sortedResourceNames(l.list) {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory && !isHugePageResource(name) {
+				allErrs = append(allErrs, field.NotSupported(fldPath.Child(l.name).Key(string(name)), name, supported))
+			}
+		}
+	}
+	return append(allErrs, validateResourceRequirements(req, fldPath)...)
+}
+
 // podQOSClass classifies a pod as upstream does: BestEffort without any
 // cpu or memory request or limit, Guaranteed when every container limits
 // both and requests equal limits, Burstable otherwise. Pod-level resources,
