@@ -168,13 +168,13 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespa
 
 // createObject runs a create through defaults, admission and validation,
 // and stores it. It is also the path of create-on-update.
-func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, user *auth.User, isDry bool) (runtime.Object, error) {
-	m := objectMeta(obj)
+func (h *resourceHandler) createObject(ctx context.Context, in runtime.Object, user *auth.User, isDry bool) (runtime.Object, error) {
 	if h.res.Default != nil {
-		h.res.Default(obj)
+		h.res.Default(in)
 	}
+	m := objectMeta(in)
 	attrs := &admission.Attributes{Operation: admission.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
-		Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, User: user, DryRun: isDry}
+		Namespace: m.GetNamespace(), Name: m.GetName(), Object: in, User: user, DryRun: isDry}
 	if err := h.s.admission.Admit(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -182,25 +182,29 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	generated := m.GetName() == ""
-	m.SetUID(types.UID(uuid.NewUUID()))
-	m.SetCreationTimestamp(metav1.NewTime(h.s.now().Truncate(time.Second)))
-	m.SetResourceVersion("")
-	m.SetDeletionTimestamp(nil)
-	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetSelfLink("")
-	m.SetGeneration(0)
-	if h.res.HasGeneration {
-		m.SetGeneration(1)
-	}
-	if h.res.PrepareForCreate != nil {
-		h.res.PrepareForCreate(obj)
-	}
-	var err error
 	for attempt := 0; ; attempt++ {
+		// Each attempt starts from the admitted object: the strategy may
+		// derive fields from the name (a Job's job-name label), so the name
+		// is chosen before it runs.
+		obj := in.DeepCopyObject()
+		m := objectMeta(obj)
 		if generated {
 			m.SetName(m.GetGenerateName() + randomSuffix())
-			attrs.Name = m.GetName()
 		}
+		m.SetUID(types.UID(uuid.NewUUID()))
+		m.SetCreationTimestamp(metav1.NewTime(h.s.now().Truncate(time.Second)))
+		m.SetResourceVersion("")
+		m.SetDeletionTimestamp(nil)
+		m.SetDeletionGracePeriodSeconds(nil)
+		m.SetSelfLink("")
+		m.SetGeneration(0)
+		if h.res.HasGeneration {
+			m.SetGeneration(1)
+		}
+		if h.res.PrepareForCreate != nil {
+			h.res.PrepareForCreate(obj)
+		}
+		attrs.Name, attrs.Object = m.GetName(), obj
 		if err := h.validateCreate(obj); err != nil {
 			return nil, err
 		}
@@ -210,21 +214,7 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if isDry {
 			return obj, nil
 		}
-		undo := func() {}
-		if h.hooks != nil {
-			if undo, err = h.hooks.beforeWrite(ctx, obj, nil); err != nil {
-				return nil, err
-			}
-		}
-		data, err := h.encodeForStorage(obj)
-		if err != nil {
-			undo()
-			return nil, err
-		}
-		rev, err := h.s.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), data)
-		if err != nil {
-			undo()
-		}
+		rev, err := h.storeNew(ctx, obj)
 		if errors.Is(err, storage.ErrExists) && generated && attempt < 8 {
 			continue
 		}
@@ -234,6 +224,29 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return obj, nil
 	}
+}
+
+// storeNew writes a new object, with its hooks' allocations undone if the
+// write fails.
+func (h *resourceHandler) storeNew(ctx context.Context, obj runtime.Object) (int64, error) {
+	undo := func() {}
+	if h.hooks != nil {
+		var err error
+		if undo, err = h.hooks.beforeWrite(ctx, obj, nil); err != nil {
+			return 0, err
+		}
+	}
+	data, err := h.encodeForStorage(obj)
+	if err != nil {
+		undo()
+		return 0, err
+	}
+	m := objectMeta(obj)
+	rev, err := h.s.store.Create(ctx, h.key(m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		undo()
+	}
+	return rev, err
 }
 
 func (h *resourceHandler) validateCreate(obj runtime.Object) error {

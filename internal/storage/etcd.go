@@ -59,7 +59,8 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 	ec.ListenPeerUrls = []url.URL{peerURL}
 	ec.AdvertisePeerUrls = []url.URL{peerURL}
 	ec.InitialCluster = ec.Name + "=" + peerURL.String()
-	ec.LogLevel = "error"
+	ec.LogLevel = "warn"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger())
 	ec.QuotaBackendBytes = cfg.QuotaBytes
 	// Kubernetes objects may be up to 3 MiB once encoded, plus the txn.
 	ec.MaxRequestBytes = 4 << 20

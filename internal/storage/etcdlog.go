@@ -1,0 +1,32 @@
+package storage
+
+import (
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// etcdLogger is the embedded member's logger: warnings and errors only,
+// without the errors every clean shutdown produces when etcd's listeners
+// close under its own serving goroutines.
+func etcdLogger() *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zapcore.WarnLevel)
+	return zap.New(shutdownFilter{core})
+}
+
+type shutdownFilter struct{ zapcore.Core }
+
+func (f shutdownFilter) With(fields []zapcore.Field) zapcore.Core {
+	return shutdownFilter{f.Core.With(fields)}
+}
+
+func (f shutdownFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if strings.HasPrefix(e.Message, "setting up serving from embedded etcd failed") ||
+		strings.HasPrefix(e.Message, "stopping grpc server due to error") {
+		return ce
+	}
+	return f.Core.Check(e, ce)
+}
