@@ -97,11 +97,7 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namespa
 	if pending && opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground {
 		code = http.StatusAccepted
 	}
-	t, ok := negotiate(r, true)
-	if !ok {
-		t = target{media: mediaJSON}
-	}
-	h.s.writeObject(w, r, t, code, h, out)
+	h.reply(w, r, code, out)
 }
 
 // deleteObject deletes, or marks for deletion, one object. It returns the

@@ -81,11 +81,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, namespac
 		h.s.writeError(w, r, err)
 		return
 	}
-	t, ok := negotiate(r, true)
-	if !ok {
-		t = target{media: mediaJSON}
-	}
-	h.s.writeObject(w, r, t, http.StatusOK, h, out)
+	h.reply(w, r, http.StatusOK, out)
 }
 
 // patchObject applies a patch to cur and decodes the result. The result is

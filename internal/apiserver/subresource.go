@@ -109,13 +109,8 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, namespac
 // bind serves POST pods/{name}/binding: the scheduler's way to assign a
 // pod to a node, allowed once.
 func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace, name string) {
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
 	ref := kindRef{kind: corev1.SchemeGroupVersion.WithKind("Binding"), newObject: func() runtime.Object { return &corev1.Binding{} }}
-	obj, err := h.decodeBody(w, r, body, ref)
+	obj, isDry, err := h.readObject(w, r, ref)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -134,11 +129,6 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace
 	}
 	if b.Target.Name == "" {
 		h.s.writeError(w, r, apierrors.NewInvalid(ref.kind.GroupKind(), name, fieldErrs("target.name", "", "must not be empty")))
-		return
-	}
-	isDry, err := dryRun(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
 		return
 	}
 	req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: isDry,
@@ -184,22 +174,12 @@ func withSubresource(req updateRequest, sub string) updateRequest {
 // finalize serves PUT namespaces/{name}/finalize: only spec.finalizers
 // change; a terminating namespace whose finalizers are gone is deleted.
 func (h *resourceHandler) finalize(w http.ResponseWriter, r *http.Request, name string) {
-	body, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	obj, err := h.decodeBody(w, r, body, h.kindRef())
+	obj, isDry, err := h.readObject(w, r, h.kindRef())
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
 	want := obj.(*corev1.Namespace)
-	isDry, err := dryRun(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
 	req := updateRequest{name: name, user: requestUser(r), dryRun: isDry, subresource: "finalize",
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			ns := cur.(*corev1.Namespace)

@@ -224,37 +224,19 @@ func (h *resourceHandler) deleteFinal(ctx context.Context, key string, obj runti
 }
 
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) {
-	data, err := readBody(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	obj, err := h.decodeBody(w, r, data, h.kindRef())
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	isDry, err := dryRun(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	m := objectMeta(obj)
-	if m.GetName() != name {
-		h.s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name)))
-		return
-	}
-	if h.res.Namespaced {
-		if m.GetNamespace() == "" {
-			m.SetNamespace(namespace)
-		} else if m.GetNamespace() != namespace {
-			h.s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
-			return
+	obj, isDry, err := h.readObject(w, r, h.kindRef())
+	if err == nil {
+		if m := objectMeta(obj); m.GetName() != name {
+			err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+		} else {
+			err = h.placeInNamespace(obj, namespace)
 		}
-	} else {
-		m.SetNamespace("")
 	}
-	rv := m.GetResourceVersion()
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	rv := objectMeta(obj).GetResourceVersion()
 	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: isDry,
 		mutate: func(runtime.Object) (runtime.Object, bool, error) {
 			return obj.DeepCopyObject(), rv != "", nil
@@ -270,11 +252,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespa
 	if created {
 		code = http.StatusCreated
 	}
-	t, ok := negotiate(r, true)
-	if !ok {
-		t = target{media: mediaJSON}
-	}
-	h.s.writeObject(w, r, t, code, h, out)
+	h.reply(w, r, code, out)
 }
 
 // fieldErrs is a one-error list for a field that has an invalid value.

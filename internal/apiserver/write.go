@@ -128,42 +128,61 @@ func dryRun(r *http.Request) (bool, error) {
 }
 
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespace string) {
-	data, err := readBody(r)
+	obj, isDry, err := h.readObject(w, r, h.kindRef())
+	if err == nil {
+		err = h.placeInNamespace(obj, namespace)
+	}
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
-	}
-	obj, err := h.decodeBody(w, r, data, h.kindRef())
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	isDry, err := dryRun(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	m := objectMeta(obj)
-	if h.res.Namespaced {
-		if m.GetNamespace() == "" {
-			m.SetNamespace(namespace)
-		} else if m.GetNamespace() != namespace {
-			h.s.writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
-			return
-		}
-	} else {
-		m.SetNamespace("")
 	}
 	created, err := h.createObject(r.Context(), obj, requestUser(r), isDry)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
+	h.reply(w, r, http.StatusCreated, created)
+}
+
+// readObject reads and decodes the body of a write as ref's kind, and
+// reads the request's dryRun.
+func (h *resourceHandler) readObject(w http.ResponseWriter, r *http.Request, ref kindRef) (runtime.Object, bool, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := h.decodeBody(w, r, data, ref)
+	if err != nil {
+		return nil, false, err
+	}
+	isDry, err := dryRun(r)
+	return obj, isDry, err
+}
+
+// placeInNamespace puts a body's object in the request's namespace: an
+// empty namespace takes the URL's, a different one is a 400.
+func (h *resourceHandler) placeInNamespace(obj runtime.Object, namespace string) error {
+	m := objectMeta(obj)
+	switch {
+	case !h.res.Namespaced:
+		m.SetNamespace("")
+	case m.GetNamespace() == "":
+		m.SetNamespace(namespace)
+	case m.GetNamespace() != namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// reply writes the object a write produced, in the negotiated form (JSON
+// when the Accept header names nothing we serve: the write already
+// happened).
+func (h *resourceHandler) reply(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
 	t, ok := negotiate(r, true)
 	if !ok {
 		t = target{media: mediaJSON}
 	}
-	h.s.writeObject(w, r, t, http.StatusCreated, h, created)
+	h.s.writeObject(w, r, t, code, h, obj)
 }
 
 // createObject runs a create through defaults, admission and validation,
