@@ -147,7 +147,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authz := auth.NewDefaultAuthorizer(api.RBACSource())
+	rbacSource := api.RBACSource()
+	authz := auth.NewDefaultAuthorizer(rbacSource)
 	api.SetAuthorization(authz, func(r *http.Request, u *auth.User) (*auth.User, error) {
 		out, err := auth.Impersonate(u, r.Header, authz)
 		if err == nil {
@@ -157,6 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	api.SetAdmission(admission.NewChain(
 		admission.NamespaceLifecycle{Namespaces: api, Immortal: systemNamespaces[:3]},
+		admission.RBACEscalation{Checker: &auth.EscalationCheck{Authorizer: authz, RBAC: auth.NewRBACAuthorizer(rbacSource), Source: rbacSource}},
 	))
 	s.API = api
 	if err := api.Start(ctx); err != nil {
