@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rudder-dev/rudder/internal/storage"
 )
 
 // startServer runs a real server (embedded etcd in a temp dir, a loopback
@@ -116,4 +118,37 @@ func TestServerSmoke(t *testing.T) {
 			t.Fatalf("want NotFound for a missing namespace, got %v", err)
 		}
 	})
+}
+
+// TestExternalEtcd runs the server against an etcd it does not own
+// (--etcd-servers): data written through one server is there for the next.
+func TestExternalEtcd(t *testing.T) {
+	ctx := context.Background()
+	etcd, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	dataDir := t.TempDir()
+	start := func() (*Server, *kubernetes.Clientset) {
+		srv, err := Start(ctx, Config{DataDir: dataDir, EtcdServers: etcd.Endpoints})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, kubernetes.NewForConfigOrDie(cfg)
+	}
+	srv, cs := start()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	srv, cs = start()
+	defer srv.Stop()
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("object written before the restart: %v", err)
+	}
 }

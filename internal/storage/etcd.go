@@ -18,7 +18,9 @@ import (
 // external cluster. Close stops the member (when embedded) after the client.
 type Etcd struct {
 	Client *clientv3.Client
-	member *embed.Etcd
+	// Endpoints are the member's client URLs, for other processes.
+	Endpoints []string
+	member    *embed.Etcd
 }
 
 // EmbeddedConfig configures an embedded single-member etcd.
@@ -86,7 +88,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 		return nil, ctx.Err()
 	}
 	slog.Info("embedded etcd ready", "dir", cfg.Dir, "client", clientURL.String())
-	return &Etcd{Client: v3client.New(member.Server), member: member}, nil
+	return &Etcd{Client: v3client.New(member.Server), Endpoints: []string{clientURL.String()}, member: member}, nil
 }
 
 // Connect returns a client of an external etcd cluster.
@@ -107,7 +109,7 @@ func Connect(ctx context.Context, endpoints []string) (*Etcd, error) {
 		cli.Close()
 		return nil, fmt.Errorf("etcd %s not reachable: %w", endpoints[0], err)
 	}
-	return &Etcd{Client: cli}, nil
+	return &Etcd{Client: cli, Endpoints: endpoints}, nil
 }
 
 // Close closes the client and stops an embedded member, waiting for it to
