@@ -93,12 +93,27 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namespa
 		h.s.writeError(w, r, err)
 		return
 	}
+	// Upstream answers 202 only to the old orphanDependents=false form of
+	// cascading deletion; changing it for other pending deletes would break
+	// clients that expect 200.
 	code := http.StatusOK
-	if pending && opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground {
+	if pending && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
+	}
+	if !pending && !returnsDeletedObject[h.res.Resource] {
+		st := &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{
+			Name: name, Group: h.res.Group, Kind: h.res.Resource, UID: objectMeta(out).GetUID()}}
+		st.Kind, st.APIVersion = "Status", "v1"
+		h.s.writeObject(w, r, target{media: negotiatedMedia(r)}, code, nil, st)
+		return
 	}
 	h.reply(w, r, code, out)
 }
+
+// returnsDeletedObject lists the resources whose immediate delete answers
+// with the deleted object, as upstream's storage for them does; the others
+// answer with a Status of Success naming what went.
+var returnsDeletedObject = map[string]bool{"pods": true, "services": true, "serviceaccounts": true, "namespaces": true}
 
 // deleteObject deletes, or marks for deletion, one object. It returns the
 // object as last stored and whether its deletion is still pending

@@ -141,10 +141,12 @@ func decodeContinue(token, prefix string) (startKey string, rev int64, err error
 	if c.StartKey == "" {
 		return "", 0, bad("encoded start key empty")
 	}
-	// A token must not walk out of the list's prefix.
-	clean := path.Clean("/" + strings.TrimRight(c.StartKey, "\x00"))
-	if strings.Contains(c.StartKey, "..") || clean == "/" {
+	// A token must not walk out of the list's prefix: as upstream, the key
+	// must be a clean path below it. (Names such as RBAC's "a..b" hold ".."
+	// without being a parent reference, and their pages must continue.)
+	key := "/" + strings.TrimPrefix(c.StartKey, "/")
+	if path.Clean(key) != key || key == "/" {
 		return "", 0, bad("the encoded start key is not valid")
 	}
-	return prefix + c.StartKey, c.ResourceVersion, nil
+	return prefix + key[1:], c.ResourceVersion, nil
 }

@@ -19,9 +19,19 @@ var (
 	}, []string{"verb", "group", "version", "resource", "subresource", "scope"})
 )
 
+// httpMethods are the methods metrics name; any other counts as "other",
+// because the method is the client's to choose, as upstream's cleanVerb.
+var httpMethods = map[string]bool{
+	"get": true, "head": true, "post": true, "put": true, "patch": true,
+	"delete": true, "options": true, "connect": true, "trace": true,
+}
+
 func observeRequest(info *requestInfo, code int, took time.Duration) {
 	verb, scope := info.Verb, "cluster"
 	if !info.IsResourceRequest {
+		if !httpMethods[verb] {
+			verb = "other"
+		}
 		verb, scope = "nonresource:"+verb, ""
 	} else if info.Namespace != "" {
 		scope = "namespace"
@@ -29,12 +39,14 @@ func observeRequest(info *requestInfo, code int, took time.Duration) {
 	if info.Name != "" && info.IsResourceRequest {
 		scope = "resource"
 	}
-	resource := info.Resource
-	if !info.IsResourceRequest {
-		resource = ""
+	// Only a path that named a served resource is labelled with it (see
+	// requestInfo.served); the rest are counted, under empty labels.
+	group, version, resource, subresource := info.APIGroup, info.APIVersion, info.Resource, info.Subresource
+	if !info.IsResourceRequest || !info.served {
+		group, version, resource, subresource = "", "", "", ""
 	}
-	requestCounter.WithLabelValues(verb, info.APIGroup, info.APIVersion, resource, info.Subresource, scope, strconv.Itoa(code)).Inc()
+	requestCounter.WithLabelValues(verb, group, version, resource, subresource, scope, strconv.Itoa(code)).Inc()
 	if verb != "watch" {
-		requestLatency.WithLabelValues(verb, info.APIGroup, info.APIVersion, resource, info.Subresource, scope).Observe(took.Seconds())
+		requestLatency.WithLabelValues(verb, group, version, resource, subresource, scope).Observe(took.Seconds())
 	}
 }

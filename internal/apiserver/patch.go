@@ -23,7 +23,15 @@ const (
 
 // applyPatch applies a patch document of the given type to an object's
 // JSON. typ is an empty object of the type, for strategic merge.
-func applyPatch(patchType string, original, patch []byte, typ runtime.Object) ([]byte, error) {
+func applyPatch(patchType string, original, patch []byte, typ runtime.Object) (_ []byte, err error) {
+	// The patch libraries panic on some malformed documents (strategic
+	// merge with objects in a "$retainKeys" list, for one). The document is
+	// the client's, so that is a bad request, not a server error.
+	defer func() {
+		if p := recover(); p != nil {
+			err = apierrors.NewBadRequest(fmt.Sprintf("unable to apply the patch: %v", p))
+		}
+	}()
 	switch patchType {
 	case mediaJSONPatch:
 		p, err := jsonpatch.DecodePatch(patch)

@@ -21,6 +21,12 @@ type requestInfo struct {
 	Name              string
 	// Parts are the path segments after the namespace/resource prefix.
 	Parts []string
+	// served is set by route once the path names a resource and
+	// subresource this server serves. Metrics label requests by resource
+	// only then: the path is the client's, and label values it could mint
+	// freely would grow the metrics without bound (or, not being UTF-8,
+	// panic in the Prometheus client).
+	served bool
 }
 
 // parseRequestInfo maps a path to its resource and verb, following

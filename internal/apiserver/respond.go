@@ -184,13 +184,7 @@ func partialMetadata(obj runtime.Object, gv schema.GroupVersion) *metav1.Partial
 	}
 	p := &metav1.PartialObjectMetadata{}
 	p.GetObjectKind().SetGroupVersionKind(gv.WithKind("PartialObjectMetadata"))
-	// meta.Accessor hands back the object itself for typed kinds, never
-	// its *ObjectMeta, so the struct is reached through GetObjectMeta.
-	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
-			p.ObjectMeta = *om
-		}
-	}
+	p.ObjectMeta = *objectMetaStruct(obj)
 	return p
 }
 

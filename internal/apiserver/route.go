@@ -1,13 +1,18 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 )
 
 // route sends an authorized request to its handler.
@@ -26,6 +31,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.writeError(w, r, notFound())
 		return
 	}
+	if msg := deprecationWarning(h.res); msg != "" {
+		addWarning(w, msg)
+	}
 	namespace := info.Namespace
 	if h.res.Namespaced {
 		// A namespaced object needs its namespace in the path.
@@ -42,12 +50,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	switch sub := info.Subresource; sub {
 	case "":
+		info.served = true
 		h.serveMain(w, r, info, namespace)
 	case "status":
 		if !h.res.HasStatus {
 			s.writeError(w, r, notFound())
 			return
 		}
+		info.served = true
 		switch r.Method {
 		case http.MethodGet:
 			h.get(w, r, namespace, info.Name)
@@ -63,6 +73,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 			s.writeError(w, r, notFound())
 			return
 		}
+		info.served = true
 		switch r.Method {
 		case http.MethodGet, http.MethodPut, http.MethodPatch:
 			h.scale(w, r, namespace, info.Name)
@@ -74,6 +85,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 			s.writeError(w, r, notFound())
 			return
 		}
+		info.served = true
 		if r.Method != http.MethodPost {
 			s.writeError(w, r, methodNotAllowed(r, info))
 			return
@@ -84,6 +96,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 			s.writeError(w, r, notFound())
 			return
 		}
+		info.served = true
 		if r.Method != http.MethodPut {
 			s.writeError(w, r, methodNotAllowed(r, info))
 			return
@@ -134,7 +147,8 @@ func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *
 	switch {
 	case p == "/version" || p == "/version/":
 		s.serveVersion(w, r)
-	case p == "/api" || p == "/api/" || p == "/apis" || p == "/apis/" || strings.HasPrefix(p, "/apis/"):
+	// /api/v1 has too few segments to be a resource request, like /apis/<group>/<version>.
+	case p == "/api" || strings.HasPrefix(p, "/api/") || p == "/apis" || strings.HasPrefix(p, "/apis/"):
 		s.serveDiscovery(w, r, info)
 	case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
 		s.serveHealth(w, r, "healthz", false)
@@ -162,4 +176,38 @@ func notFound() error {
 
 func methodNotAllowed(r *http.Request, info *requestInfo) error {
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, strings.ToLower(r.Method))
+}
+
+// deprecationWarnings caches deprecationWarning per resource: the answer
+// depends only on the Go type, and New allocates.
+var deprecationWarnings sync.Map // *registry.Resource -> string
+
+// lifecycle is what k8s.io/api's generated lifecycle methods offer; only a
+// few kinds have them (core/v1 Endpoints, deprecated in 1.33).
+type lifecycle interface {
+	APILifecycleDeprecated() (major, minor int)
+	APILifecycleReplacement() schema.GroupVersionKind
+}
+
+// deprecationWarning is the warning upstream attaches to every request for
+// a kind deprecated at or before the served version, so kubectl prints
+// "Warning: v1 Endpoints is deprecated in v1.33+; use ..." as it does
+// against Kubernetes.
+func deprecationWarning(res *registry.Resource) string {
+	if msg, ok := deprecationWarnings.Load(res); ok {
+		return msg.(string)
+	}
+	msg := ""
+	if l, ok := res.New().(lifecycle); ok {
+		major, minor := l.APILifecycleDeprecated()
+		served, _ := strconv.Atoi(Version.Minor)
+		if major == 1 && minor <= served {
+			msg = fmt.Sprintf("%s %s is deprecated in v%d.%d+", res.GroupVersion(), res.Kind, major, minor)
+			if gvk := l.APILifecycleReplacement(); !gvk.Empty() {
+				msg += fmt.Sprintf("; use %s %s", gvk.GroupVersion(), gvk.Kind)
+			}
+		}
+	}
+	deprecationWarnings.Store(res, msg)
+	return msg
 }

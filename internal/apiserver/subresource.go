@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
@@ -106,6 +107,10 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, namespac
 	h.s.writeObject(w, r, t, http.StatusOK, nil, h.scaleOf(out))
 }
 
+// bindingResource names binding refusals as upstream does: "Operation
+// cannot be fulfilled on pods/binding ...".
+var bindingResource = schema.GroupResource{Resource: "pods/binding"}
+
 // bind serves POST pods/{name}/binding: the scheduler's way to assign a
 // pod to a node, allowed once.
 func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace, name string) {
@@ -138,10 +143,10 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace
 				return nil, false, apierrors.NewConflict(h.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID))
 			}
 			if pod.DeletionTimestamp != nil {
-				return nil, false, apierrors.NewConflict(h.gr, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+				return nil, false, apierrors.NewConflict(bindingResource, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
 			}
 			if pod.Spec.NodeName != "" {
-				return nil, false, apierrors.NewConflict(h.gr, name, fmt.Errorf("pod %v is already assigned to node %q", name, pod.Spec.NodeName))
+				return nil, false, apierrors.NewConflict(bindingResource, name, fmt.Errorf("pod %v is already assigned to node %q", name, pod.Spec.NodeName))
 			}
 			pod.Spec.NodeName = b.Target.Name
 			for k, v := range b.Annotations {

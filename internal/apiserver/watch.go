@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -56,7 +58,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespac
 		return
 	}
 	if t.media == mediaYAML {
-		t.media = mediaJSON // upstream streams YAML watches as JSON
+		// YAML has no stream framing: upstream negotiates watches among
+		// the stream serializers only and refuses YAML with a 406.
+		h.s.writeError(w, r, notAcceptableStream())
+		return
 	}
 	opts, err := parseListOptions(r.URL.Query(), true)
 	if err == nil {
@@ -91,7 +96,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespac
 		// unless a minimum resourceVersion was given.
 		if fromRev == 0 && opts.resourceVersion == "" {
 			if _, err := h.cache.freshRevision(ctx); err != nil {
-				h.s.writeError(w, r, toStatusError(err, h.gr, ""))
+				h.writeNotFresh(w, r, err)
 				return
 			}
 		} else if fromRev > 0 {
@@ -106,6 +111,14 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespac
 			h.s.writeError(w, r, tooLargeRV(fromRev, h.cache.revision()))
 			return
 		} else if err != nil {
+			return
+		}
+	case opts.resourceVersion == "":
+		// Unset means "from the most recent version", which upstream reads
+		// consistently: the start must include every write acknowledged
+		// before the watch, so the cache first catches up with etcd.
+		if _, err := h.cache.freshRevision(ctx); err != nil {
+			h.writeNotFresh(w, r, err)
 			return
 		}
 	default:
@@ -150,6 +163,23 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespac
 		return
 	}
 	ww.loop(ctx, start.seq, start.generation)
+}
+
+func notAcceptableStream() error {
+	return apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch", 0, false)
+}
+
+// writeNotFresh answers a watch whose consistent start could not be
+// reached: 504 when the cache lagged etcd too long (the client retries),
+// nothing when the client went away.
+func (h *resourceHandler) writeNotFresh(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	if errors.Is(err, errNotFresh) {
+		err = apierrors.NewTimeoutError("the watch cache did not catch up with etcd in time", 1)
+	}
+	h.s.writeError(w, r, toStatusError(err, h.gr, ""))
 }
 
 func (h *resourceHandler) startStream(w http.ResponseWriter, t target) {
@@ -205,8 +235,10 @@ func (ww *watcher) loop(ctx context.Context, seq uint64, generation int) {
 				return
 			}
 		case <-ctx.Done():
+			// rev, not the cache's revision now: events may have arrived
+			// since readEvents, and the bookmark must not claim them.
 			if ww.bookmark && ctx.Err() == context.DeadlineExceeded {
-				ww.writeBookmark(ww.h.cache.revision(), false)
+				ww.writeBookmark(rev, false)
 				ww.flush()
 			}
 			return

@@ -315,11 +315,14 @@ func randomSuffix() string {
 
 // objectMetaStruct returns the ObjectMeta struct of a registered type.
 func objectMetaStruct(obj runtime.Object) *metav1.ObjectMeta {
-	om, _ := objectMeta(obj).(*metav1.ObjectMeta)
-	if om == nil {
-		om = &metav1.ObjectMeta{}
+	// meta.Accessor returns the object itself for typed kinds, not its
+	// ObjectMeta: the struct is reached through GetObjectMeta.
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			return om
+		}
 	}
-	return om
+	return &metav1.ObjectMeta{}
 }
 
 // structField returns the named field (Spec, Status) of a pointer to a

@@ -60,10 +60,6 @@ func configMapNames(l *corev1.ConfigMapList) []string {
 	return names(l.Items, func(c *corev1.ConfigMap) string { return c.Name })
 }
 
-func podNames(l *corev1.PodList) []string {
-	return names(l.Items, func(p *corev1.Pod) string { return p.Name })
-}
-
 func sameSet(got, want []string) bool {
 	g, w := slices.Clone(got), slices.Clone(want)
 	slices.Sort(g)

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// This file holds what e2e_kubectl_test.go needs to run kubectl and read
+// what it prints.
+
+// kubectlTimeout bounds one kubectl run. Commands take well under a second;
+// the bound is there so a hung server fails the test instead of the suite.
+const kubectlTimeout = 30 * time.Second
+
+// kubectlEnv runs kubectl against one server with the admin kubeconfig and
+// a private HOME, so the discovery cache is this test's own.
+type kubectlEnv struct {
+	bin string
+	env []string
+}
+
+// result is what one kubectl run printed and how it exited.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func newKubectlEnv(t *testing.T) *kubectlEnv {
+	t.Helper()
+	bin := os.Getenv("KUBECTL")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("kubectl"); err != nil {
+			t.Skip("kubectl not found: set $KUBECTL or put kubectl on PATH")
+		}
+	}
+	srv, _ := startServer(t)
+	home := t.TempDir()
+	env := []string{"KUBECONFIG=" + srv.Kubeconfig, "HOME=" + home}
+	for _, kv := range os.Environ() {
+		// Anything that configures kubectl from outside could change what
+		// it prints; keep only what running a program needs.
+		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || k == "TMPDIR" {
+			env = append(env, kv)
+		}
+	}
+	return &kubectlEnv{bin: bin, env: env}
+}
+
+// run runs kubectl with args and stdin and returns its output and exit code.
+func (k *kubectlEnv) run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd.Env = k.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("kubectl %s: no answer within %v\nstderr: %s", strings.Join(args, " "), kubectlTimeout, res.stderr)
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return res
+}
+
+// ok runs kubectl and fails the test unless it exits 0; it returns stdout.
+func (k *kubectlEnv) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := k.run(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("kubectl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// step is one kubectl command and what it must print. Output is compared
+// after trimming surrounding white space.
+type step struct {
+	name   string
+	args   []string
+	stdin  string
+	code   int      // expected exit code
+	out    string   // exact stdout, when set
+	outHas []string // lines or fragments stdout must contain
+	err    string   // exact stderr, when set
+	errHas []string // fragments stderr must contain
+	// check, when set, looks at the output further (tables).
+	check func(t *testing.T, r result)
+}
+
+func (k *kubectlEnv) runSteps(t *testing.T, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := k.run(t, s.stdin, s.args...)
+			cmdline := "kubectl " + strings.Join(s.args, " ")
+			if r.code != s.code {
+				t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", cmdline, r.code, s.code, r.stdout, r.stderr)
+			}
+			if s.out != "" && strings.TrimSpace(r.stdout) != s.out {
+				t.Errorf("%s: stdout\n%s\nwant\n%s", cmdline, r.stdout, s.out)
+			}
+			for _, frag := range s.outHas {
+				if !strings.Contains(r.stdout, frag) {
+					t.Errorf("%s: stdout lacks %q:\n%s", cmdline, frag, r.stdout)
+				}
+			}
+			if s.err != "" && strings.TrimSpace(r.stderr) != s.err {
+				t.Errorf("%s: stderr\n%s\nwant\n%s", cmdline, r.stderr, s.err)
+			}
+			for _, frag := range s.errHas {
+				if !strings.Contains(r.stderr, frag) {
+					t.Errorf("%s: stderr lacks %q:\n%s", cmdline, frag, r.stderr)
+				}
+			}
+			if s.check != nil {
+				s.check(t, r)
+			}
+		})
+	}
+}
+
+// printedTable is one table as kubectl printed it: the header's column
+// names and each row's cells by column name.
+type printedTable struct {
+	header []string
+	rows   []map[string]string
+}
+
+// columnName matches one header column: words joined by single spaces
+// ("NOMINATED NODE"). kubectl pads columns with at least three spaces.
+var columnName = regexp.MustCompile(`\S+(?: \S+)*`)
+
+// parseTables splits kubectl's human output into its tables (`get all`
+// prints one per kind, separated by blank lines). Cells are cut at the
+// header's column offsets, because a cell may be empty (a node's VERSION)
+// and splitting on spaces would shift the rest of the row.
+func parseTables(out string) []printedTable {
+	var tables []printedTable
+	var starts []int
+	inTable := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "" {
+			inTable = false
+			continue
+		}
+		if !inTable {
+			inTable = true
+			tbl := printedTable{}
+			starts = starts[:0]
+			for _, loc := range columnName.FindAllStringIndex(line, -1) {
+				starts = append(starts, loc[0])
+				tbl.header = append(tbl.header, line[loc[0]:loc[1]])
+			}
+			tables = append(tables, tbl)
+			continue
+		}
+		row := make(map[string]string, len(starts))
+		for i, start := range starts {
+			end := len(line)
+			if i+1 < len(starts) {
+				end = min(starts[i+1], len(line))
+			}
+			if start < end {
+				row[tables[len(tables)-1].header[i]] = strings.TrimSpace(line[start:end])
+			} else {
+				row[tables[len(tables)-1].header[i]] = ""
+			}
+		}
+		tables[len(tables)-1].rows = append(tables[len(tables)-1].rows, row)
+	}
+	return tables
+}
+
+// row returns the row whose column col is value.
+func (p printedTable) row(col, value string) (map[string]string, bool) {
+	for _, r := range p.rows {
+		if r[col] == value {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// checkTable asserts one printed table: its header exactly, and the row
+// whose column key is keyValue containing cells (time-dependent columns
+// such as AGE are left out of cells).
+func checkTable(t *testing.T, tbl printedTable, header []string, key, keyValue string, cells map[string]string) {
+	t.Helper()
+	if !slices.Equal(tbl.header, header) {
+		t.Errorf("header %q, want %q", tbl.header, header)
+	}
+	if keyValue == "" {
+		return
+	}
+	row, ok := tbl.row(key, keyValue)
+	if !ok {
+		t.Errorf("no row with %s=%s in %v", key, keyValue, tbl.rows)
+		return
+	}
+	for col, want := range cells {
+		if got, ok := row[col]; !ok || got != want {
+			t.Errorf("row %s: %s = %q, want %q (row %v)", keyValue, col, got, want, row)
+		}
+	}
+}
+
+// cols splits a header written with "|" between columns.
+func cols(s string) []string { return strings.Split(s, "|") }
+
+// tableCheck is a step check: the output is one table with this header
+// and a row named name with these cells.
+func tableCheck(header, name string, cells map[string]string) func(t *testing.T, r result) {
+	return func(t *testing.T, r result) {
+		tbls := parseTables(r.stdout)
+		if len(tbls) != 1 {
+			t.Fatalf("want one table, got %d:\n%s", len(tbls), r.stdout)
+		}
+		checkTable(t, tbls[0], cols(header), "NAME", name, cells)
+	}
+}
