@@ -50,15 +50,20 @@ func (p *panicRecorder) Enabled(context.Context, slog.Level) bool { return true 
 func (p *panicRecorder) WithAttrs([]slog.Attr) slog.Handler       { return p }
 func (p *panicRecorder) WithGroup(string) slog.Handler            { return p }
 
+// Handle records ServeHTTP's "panic serving request", and, should that
+// message change, any record that mentions a panic or carries one.
 func (p *panicRecorder) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "panic serving request" {
-		return nil
-	}
+	isPanic := strings.Contains(strings.ToLower(r.Message), "panic")
 	var b strings.Builder
+	fmt.Fprintf(&b, "msg=%s\n", r.Message)
 	r.Attrs(func(a slog.Attr) bool {
+		isPanic = isPanic || a.Key == "panic"
 		fmt.Fprintf(&b, "%s=%v\n", a.Key, a.Value)
 		return true
 	})
+	if !isPanic {
+		return nil
+	}
 	p.mu.Lock()
 	p.panics = append(p.panics, b.String())
 	p.mu.Unlock()

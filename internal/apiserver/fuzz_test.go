@@ -17,6 +17,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -240,10 +241,9 @@ func FuzzListOptions(f *testing.F) {
 		if o.limit < 0 || o.rv < 0 || o.timeoutSeconds < 0 {
 			t.Fatalf("negative limit/rv/timeout: %+v", o)
 		}
-		if o.resourceVersion != "" && strconv.FormatInt(o.rv, 10) != strings.TrimLeft(o.resourceVersion, "+") && o.rv != 0 {
-			// rv is what resourceVersion says; "+5" and "05" parse too.
-			if n, _ := strconv.ParseInt(o.resourceVersion, 10, 64); n != o.rv {
-				t.Fatalf("rv %d from %q", o.rv, o.resourceVersion)
+		if o.resourceVersion != "" {
+			if n, err := strconv.ParseInt(o.resourceVersion, 10, 64); err != nil || n != o.rv {
+				t.Fatalf("rv %d from resourceVersion %q", o.rv, o.resourceVersion)
 			}
 		}
 		switch o.rvMatch {
@@ -311,7 +311,7 @@ func FuzzNegotiate(f *testing.F) {
 			t.Fatal("an empty Accept must mean JSON")
 		}
 		// Every negotiated media type has an encoder.
-		if ok && newCodecsOnce().encoderFor(tg.media, false) == nil {
+		if ok && fuzzCodecs().encoderFor(tg.media, false) == nil {
 			t.Fatalf("no encoder for %q", tg.media)
 		}
 
@@ -319,7 +319,7 @@ func FuzzNegotiate(f *testing.F) {
 		if ct == "" && media != mediaJSON {
 			t.Fatalf("empty Content-Type read as %q", media)
 		}
-		newCodecsOnce().decoderFor(media, true)
+		fuzzCodecs().decoderFor(media, true)
 		switch v := aggregatedVersion(r); v {
 		case "", "v2", "v2beta1":
 		default:
@@ -328,13 +328,6 @@ func FuzzNegotiate(f *testing.F) {
 	})
 }
 
-var fuzzCodecs *codecs
-
-// newCodecsOnce shares one codecs value across fuzz inputs: building the
-// scheme costs milliseconds, the call under test microseconds.
-func newCodecsOnce() *codecs {
-	if fuzzCodecs == nil {
-		fuzzCodecs = newCodecs()
-	}
-	return fuzzCodecs
-}
+// fuzzCodecs shares one codecs value across fuzz inputs: building the
+// scheme costs milliseconds, the calls under test microseconds.
+var fuzzCodecs = sync.OnceValue(newCodecs)

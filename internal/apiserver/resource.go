@@ -31,7 +31,8 @@ func (h *resourceHandler) key(namespace, name string) string {
 	if !h.res.Namespaced {
 		namespace = ""
 	}
-	return storage.Key(h.res.Group, h.res.Resource, namespace, name)
+	group, resource := storedAs(h.res)
+	return storage.Key(group, resource, namespace, name)
 }
 
 // prefix is the key prefix of one namespace, or of the whole resource.
@@ -39,13 +40,22 @@ func (h *resourceHandler) prefix(namespace string) string {
 	if !h.res.Namespaced {
 		namespace = ""
 	}
-	return storage.Prefix(h.res.Group, h.res.Resource, namespace)
+	group, resource := storedAs(h.res)
+	return storage.Prefix(group, resource, namespace)
+}
+
+// storedAs is the group and resource whose keys hold a resource's objects.
+func storedAs(res *registry.Resource) (group, resource string) {
+	if res.Storage != nil {
+		return res.Storage.Group, res.Storage.Resource
+	}
+	return res.Group, res.Resource
 }
 
 // decodeKV turns a stored value into an object with its resourceVersion.
 func (h *resourceHandler) decodeKV(kv *storage.KV) (runtime.Object, error) {
-	obj := h.res.New()
-	if err := h.s.codec.Decode(kv.Value, obj, h.gvk); err != nil {
+	obj, err := decodeStored(h.s.codec, h.res, kv.Value)
+	if err != nil {
 		return nil, err
 	}
 	m, err := meta.Accessor(obj)
@@ -56,8 +66,25 @@ func (h *resourceHandler) decodeKV(kv *storage.KV) (runtime.Object, error) {
 	return obj, nil
 }
 
+// decodeStored decodes a stored value in the resource's own shape,
+// converting it when the resource is a view of another.
+func decodeStored(codec *storage.Codec, res *registry.Resource, data []byte) (runtime.Object, error) {
+	if v := res.Storage; v != nil {
+		stored := v.New()
+		if err := codec.Decode(data, stored, schema.GroupVersionKind{Group: v.Group, Version: v.Version, Kind: v.Kind}); err != nil {
+			return nil, err
+		}
+		return v.FromStorage(stored), nil
+	}
+	obj := res.New()
+	if err := codec.Decode(data, obj, res.GroupVersionKind()); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
 // encodeForStorage encodes obj without its resourceVersion, which etcd's
-// revision supplies on every read.
+// revision supplies on every read, in the shape it is stored in.
 func (h *resourceHandler) encodeForStorage(obj runtime.Object) ([]byte, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -65,10 +92,12 @@ func (h *resourceHandler) encodeForStorage(obj runtime.Object) ([]byte, error) {
 	}
 	rv := m.GetResourceVersion()
 	m.SetResourceVersion("")
+	defer m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(h.gvk)
-	data, err := h.s.codec.Encode(obj)
-	m.SetResourceVersion(rv)
-	return data, err
+	if v := h.res.Storage; v != nil {
+		return h.s.codec.Encode(v.ToStorage(obj))
+	}
+	return h.s.codec.Encode(obj)
 }
 
 // getStored reads the object at key from etcd.

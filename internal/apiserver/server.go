@@ -321,34 +321,7 @@ func (s *Server) authorize(r *http.Request, u *auth.User, info *requestInfo) err
 	if err != nil {
 		slog.Warn("authorization error", "err", err)
 	}
-	return forbidden(a, reason)
-}
-
-// forbidden builds upstream's 403 text: `pods "web" is forbidden: User
-// "jane" cannot get resource "pods" in API group "" in the namespace "demo"`.
-func forbidden(a auth.Attributes, reason string) error {
-	var msg string
-	if a.ResourceRequest {
-		res := a.Resource
-		if a.Subresource != "" {
-			res += "/" + a.Subresource
-		}
-		scope := "at the cluster scope"
-		if a.Namespace != "" {
-			scope = fmt.Sprintf("in the namespace %q", a.Namespace)
-		}
-		msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q %s", a.User.Name, a.Verb, res, a.APIGroup, scope)
-	} else {
-		msg = fmt.Sprintf("User %q cannot %s path %q", a.User.Name, a.Verb, a.Path)
-	}
-	if reason != "" {
-		msg += ": " + reason
-	}
-	gr := schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}
-	if a.Subresource != "" {
-		gr.Resource += "/" + a.Subresource
-	}
-	return apierrors.NewForbidden(gr, a.Name, errors.New(msg))
+	return &auth.ForbiddenError{Attributes: a, Reason: reason}
 }
 
 // GetNamespace implements admission.NamespaceGetter: the cache first, then

@@ -81,7 +81,7 @@ func newWatchCache(res *registry.Resource, store *storage.Store, codec *storage.
 		store:  store,
 		codec:  codec,
 		codecs: cs,
-		prefix: storage.Prefix(res.Group, res.Resource, ""),
+		prefix: storagePrefix(res),
 		items:  btree.NewG(32, func(a, b *cacheObject) bool { return a.key < b.key }),
 		ring:   make([]*cacheEvent, capacity),
 		notify: make(chan struct{}),
@@ -144,11 +144,16 @@ func (c *watchCache) listAndWatch(ctx context.Context) error {
 }
 
 func (c *watchCache) decode(kv *storage.KV) (*cacheObject, error) {
-	obj := c.res.New()
-	if err := c.codec.Decode(kv.Value, obj, c.res.GroupVersionKind()); err != nil {
+	obj, err := decodeStored(c.codec, c.res, kv.Value)
+	if err != nil {
 		return nil, err
 	}
 	return c.newCacheObject(kv.Key, obj, kv.ModRevision)
+}
+
+func storagePrefix(res *registry.Resource) string {
+	group, resource := storedAs(res)
+	return storage.Prefix(group, resource, "")
 }
 
 func (c *watchCache) newCacheObject(key string, obj runtime.Object, rev int64) (*cacheObject, error) {

@@ -198,6 +198,19 @@ func (p printedTable) row(col, value string) (map[string]string, bool) {
 	return nil, false
 }
 
+// tableWith returns the table that has a row named name (`get all` prints
+// one table per kind).
+func tableWith(t *testing.T, tbls []printedTable, name string) printedTable {
+	t.Helper()
+	for _, tbl := range tbls {
+		if _, ok := tbl.row("NAME", name); ok {
+			return tbl
+		}
+	}
+	t.Fatalf("no table has a row %s: %v", name, tbls)
+	return printedTable{}
+}
+
 // checkTable asserts one printed table: its header exactly, and the row
 // whose column key is keyValue containing cells (time-dependent columns
 // such as AGE are left out of cells).

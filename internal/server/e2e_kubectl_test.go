@@ -14,11 +14,12 @@ import (
 )
 
 // TestKubectl drives the real kubectl binary against a real server, the
-// way a user does, and holds the answers to what Kubernetes prints: the same table columns, the same error text and the same exit
-// codes. They complement the client-go tests: kubectl negotiates Tables,
-// computes three-way patches, reads discovery and OpenAPI, and formats
-// errors itself, and each of those is a way to differ from upstream that a
-// typed client never sees.
+// way a user does, and holds the answers to what Kubernetes prints: the
+// same table columns, the same error text and the same exit codes. It
+// complements the client-go tests: kubectl negotiates Tables, computes
+// three-way patches, reads discovery and OpenAPI, and formats errors
+// itself, and each of those is a way to differ from upstream that a typed
+// client never sees.
 //
 // kubectl is $KUBECTL or the one on PATH; without it the test skips. One
 // server serves all subtests, which build on each other's objects in
@@ -52,16 +53,15 @@ func TestKubectl(t *testing.T) {
 				"pod/web unchanged", "deployment.apps/web unchanged"}, "\n")},
 		})
 		t.Run("get all -o wide", func(t *testing.T) {
+			// Deployment columns that a controller would change (UP-TO-DATE)
+			// are left out; with no nodes, READY and AVAILABLE stay 0.
 			tbls := parseTables(k.ok(t, "-n", "demo", "get", "all", "-o", "wide"))
-			if len(tbls) != 3 {
-				t.Fatalf("want pods, services and deployments tables, got %d: %v", len(tbls), tbls)
-			}
-			checkTable(t, tbls[0], cols("NAME|READY|STATUS|RESTARTS|AGE|IP|NODE|NOMINATED NODE|READINESS GATES"), "NAME", "pod/web",
+			checkTable(t, tableWith(t, tbls, "pod/web"), cols("NAME|READY|STATUS|RESTARTS|AGE|IP|NODE|NOMINATED NODE|READINESS GATES"), "NAME", "pod/web",
 				map[string]string{"READY": "0/1", "STATUS": "Pending", "RESTARTS": "0", "IP": "<none>", "NODE": "<none>", "NOMINATED NODE": "<none>", "READINESS GATES": "<none>"})
-			checkTable(t, tbls[1], cols("NAME|TYPE|CLUSTER-IP|EXTERNAL-IP|PORT(S)|AGE|SELECTOR"), "NAME", "service/web",
+			checkTable(t, tableWith(t, tbls, "service/web"), cols("NAME|TYPE|CLUSTER-IP|EXTERNAL-IP|PORT(S)|AGE|SELECTOR"), "NAME", "service/web",
 				map[string]string{"TYPE": "ClusterIP", "EXTERNAL-IP": "<none>", "PORT(S)": "80/TCP", "SELECTOR": "app=web"})
-			checkTable(t, tbls[2], cols("NAME|READY|UP-TO-DATE|AVAILABLE|AGE|CONTAINERS|IMAGES|SELECTOR"), "NAME", "deployment.apps/web",
-				map[string]string{"READY": "0/3", "UP-TO-DATE": "0", "AVAILABLE": "0", "CONTAINERS": "web", "IMAGES": "nginx:1.27", "SELECTOR": "app=web"})
+			checkTable(t, tableWith(t, tbls, "deployment.apps/web"), cols("NAME|READY|UP-TO-DATE|AVAILABLE|AGE|CONTAINERS|IMAGES|SELECTOR"), "NAME", "deployment.apps/web",
+				map[string]string{"READY": "0/3", "AVAILABLE": "0", "CONTAINERS": "web", "IMAGES": "nginx:1.27", "SELECTOR": "app=web"})
 		})
 		t.Run("get pods -A", func(t *testing.T) {
 			// The NAMESPACE column comes from each row's object metadata,
@@ -152,9 +152,9 @@ func testKubectlTables(t *testing.T, k *kubectlEnv) {
 			header: "LAST SEEN|TYPE|REASON|OBJECT|SUBOBJECT|SOURCE|MESSAGE|FIRST SEEN|COUNT|NAME", row: "ev2",
 			cells: map[string]string{"REASON": "Pulled", "MESSAGE": "image pulled"}},
 		{name: "deployments", args: []string{"-n", "demo", "get", "deploy"}, header: "NAME|READY|UP-TO-DATE|AVAILABLE|AGE", row: "web",
-			cells: map[string]string{"READY": "0/3", "UP-TO-DATE": "0", "AVAILABLE": "0"}},
+			cells: map[string]string{"READY": "0/3", "AVAILABLE": "0"}},
 		{name: "replicasets", args: []string{"-n", "kinds", "get", "rs"}, header: "NAME|DESIRED|CURRENT|READY|AGE", row: "rs1",
-			cells: map[string]string{"DESIRED": "2", "CURRENT": "0", "READY": "0"}},
+			cells: map[string]string{"DESIRED": "2", "READY": "0"}},
 		{name: "replicasets wide", args: []string{"-n", "kinds", "get", "rs", "-o", "wide"}, header: "NAME|DESIRED|CURRENT|READY|AGE|CONTAINERS|IMAGES|SELECTOR", row: "rs1",
 			cells: map[string]string{"CONTAINERS": "c", "IMAGES": "busybox:1.36", "SELECTOR": "app=rs1"}},
 		{name: "statefulsets", args: []string{"-n", "kinds", "get", "sts"}, header: "NAME|READY|AGE", row: "db",
@@ -212,8 +212,9 @@ func testKubectlTables(t *testing.T, k *kubectlEnv) {
 				kinds = append(kinds, name)
 			}
 		}
+		// In order, though pods would come first once controllers make them.
 		want := []string{"service", "daemonset.apps", "replicaset.apps", "statefulset.apps", "cronjob.batch", "job.batch"}
-		if !slices.Equal(kinds, want) {
+		if i := slices.Index(kinds, want[0]); i < 0 || !slices.Equal(kinds[i:], want) {
 			t.Errorf("get all printed %v, want %v", kinds, want)
 		}
 	})

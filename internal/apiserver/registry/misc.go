@@ -28,6 +28,7 @@ func eventsResources() []*Resource {
 	return []*Resource{
 		{Group: "events.k8s.io", Version: "v1", Resource: "events", Kind: "Event", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
 			New:      func() runtime.Object { return &eventsv1.Event{} },
-			Validate: validateEventsV1, ValidateUpdate: validateEventsV1Update, Fields: eventsV1Fields, Table: eventsV1Table},
+			Validate: validateEventsV1, ValidateUpdate: validateEventsV1Update, Fields: eventsV1Fields, Table: eventsV1Table,
+			Storage: coreEventsStorage()},
 	}
 }

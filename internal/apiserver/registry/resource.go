@@ -68,8 +68,23 @@ type Resource struct {
 	Fields func(obj runtime.Object) fields.Set
 
 	// Table renders the object as kubectl shows it. Nil falls back to
-	// NAME and AGE.
+	// NAME and CREATED AT.
 	Table *Table
+
+	// Storage, when set, means this resource has no objects of its own: it
+	// serves another resource's, converted to its shape (events.k8s.io
+	// events are core events, stored once, as upstream does).
+	Storage *StorageView
+}
+
+// StorageView names the resource whose objects another one serves, and
+// converts between the two shapes. The conversions return new objects and
+// must not keep or change their argument.
+type StorageView struct {
+	Group, Version, Resource, Kind string
+	New                            func() runtime.Object
+	ToStorage                      func(obj runtime.Object) runtime.Object
+	FromStorage                    func(obj runtime.Object) runtime.Object
 }
 
 // GroupVersion returns the resource's API group and version.
