@@ -120,9 +120,17 @@ func (h *resourceHandler) jsonList(gvk schema.GroupVersionKind, items []*cacheOb
 	buf.WriteString(`","metadata":`)
 	buf.Write(metaJSON)
 	buf.WriteString(`,"items":[`)
+	// Items in a list carry no kind or apiVersion, as upstream's do. The
+	// cached encodings start with exactly those two fields (TypeMeta is
+	// encoded first), so they are sliced off rather than re-encoded.
+	typePrefix := []byte(`{"kind":"` + h.gvk.Kind + `","apiVersion":"` + h.gvk.GroupVersion().String() + `",`)
 	for i, e := range encoded {
 		if i > 0 {
 			buf.WriteByte(',')
+		}
+		if bytes.HasPrefix(e, typePrefix) {
+			buf.WriteByte('{')
+			e = e[len(typePrefix):]
 		}
 		buf.Write(e)
 	}
