@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -74,6 +75,12 @@ func (h *resourceHandler) deleteOptions(r *http.Request) (*metav1.DeleteOptions,
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero
 	}
+	// A grace period beyond what a time.Duration holds would wrap the
+	// deletion deadline into the past.
+	if g := opts.GracePeriodSeconds; g != nil && *g > maxGracePeriodSeconds {
+		capped := int64(maxGracePeriodSeconds)
+		opts.GracePeriodSeconds = &capped
+	}
 	for _, v := range opts.DryRun {
 		if v != metav1.DryRunAll {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("Invalid dry run value: %q, supported values are: [All]", v))
@@ -109,6 +116,10 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, namespa
 	}
 	h.reply(w, r, code, out)
 }
+
+// maxGracePeriodSeconds is the longest grace period whose deadline a
+// time.Duration can express (about 292 years).
+const maxGracePeriodSeconds = math.MaxInt64 / int64(time.Second)
 
 // returnsDeletedObject lists the resources whose immediate delete answers
 // with the deleted object, as upstream's storage for them does; the others

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -240,6 +241,10 @@ func FuzzListOptions(f *testing.F) {
 		}
 		if o.limit < 0 || o.rv < 0 || o.timeoutSeconds < 0 {
 			t.Fatalf("negative limit/rv/timeout: %+v", o)
+		}
+		// A watch's lifetime is time.Duration(timeoutSeconds) seconds.
+		if d := time.Duration(o.timeoutSeconds) * time.Second; d < 0 || int64(d/time.Second) != o.timeoutSeconds {
+			t.Fatalf("timeoutSeconds %d overflows a time.Duration", o.timeoutSeconds)
 		}
 		if o.resourceVersion != "" {
 			if n, err := strconv.ParseInt(o.resourceVersion, 10, 64); err != nil || n != o.rv {

@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +102,9 @@ func parseListOptions(q url.Values, watch bool) (*listOptions, error) {
 		if err != nil || n < 0 {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds: %q", s))
 		}
-		o.timeoutSeconds = n
+		// Beyond ~292 years a time.Duration overflows, and a watch asked
+		// to last that long would end at once instead.
+		o.timeoutSeconds = min(n, math.MaxInt64/int64(time.Second))
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", errs)

@@ -1,7 +1,8 @@
 package registry
 
 // FuzzStrategies runs every resource's strategy — defaults, create and
-// update preparation, validation, selectable fields, table rows, /scale —
+// update preparation, validation, selectable fields, table rows, /scale,
+// conversion to and from the stored shape —
 // on objects built from the fuzzer's bytes, the way the API server calls
 // them. A client can send any JSON, so every func must take any object a
 // JSON body decodes to without panicking: a nil pointer where a default
@@ -174,6 +175,10 @@ func runStrategies(res *Resource, obj, old kruntime.Object) (failure string) {
 	}
 	step = "read paths after update"
 	readPaths(res, obj)
+	if v := res.Storage; v != nil {
+		step = "storage conversion"
+		v.FromStorage(v.ToStorage(obj))
+	}
 	if res.Scale != nil {
 		step = "scale"
 		res.Scale.Set(obj, 3)
