@@ -93,6 +93,7 @@ type WatchResult struct {
 	OutOfOrder       uint64  `json:"out_of_order"`
 	ClosedEarly      int     `json:"closed_early"`
 	FirstError       string  `json:"first_error,omitempty"`
+	FirstWriteError  string  `json:"first_write_error,omitempty"`
 	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
 	// CPUCores is the process's average CPU use during the run.
 	CPUCores float64 `json:"cpu_cores"`
@@ -128,9 +129,9 @@ func (r *Result) Failures() []string {
 		}
 	}
 	for _, w := range r.Watch {
-		if w.Lost > 0 || w.OutOfOrder > 0 || w.Duplicates > 0 || w.WriteErrors > 0 {
-			out = append(out, fmt.Sprintf("watch with %d watchers: %d lost, %d out of order, %d duplicates, %d write errors %s",
-				w.Watchers, w.Lost, w.OutOfOrder, w.Duplicates, w.WriteErrors, w.FirstError))
+		if w.Lost > 0 || w.OutOfOrder > 0 || w.Duplicates > 0 || w.WriteErrors > 0 || w.ClosedEarly > 0 {
+			out = append(out, fmt.Sprintf("watch with %d watchers: %d lost, %d out of order, %d duplicates, %d write errors %s %s",
+				w.Watchers, w.Lost, w.OutOfOrder, w.Duplicates, w.WriteErrors, w.FirstError, w.FirstWriteError))
 		}
 	}
 	return out

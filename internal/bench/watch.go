@@ -28,16 +28,33 @@ import (
 // is reported next to the target.
 
 // watcherState is one watcher's view. Only its goroutine writes it until
-// the stage's WaitGroup says it is done.
+// the stage's WaitGroup says it is done; got and counted are also read by
+// the stage, to know when everyone is done.
 type watcherState struct {
 	recv       []int64 // monotonic ns since the stage's base when event i arrived; 0 = not yet
 	e2e        histogram
-	got        uint64
+	got        atomic.Uint64
+	counted    atomic.Bool // reported complete, by the watcher or the stage
 	dup, ooo   uint64
 	lastRV     int64
 	lastSeq    []int // per writer: events of one writer are sequential
-	closed     bool  // the stream ended before every event arrived
+	closed     bool  // the stream ended by itself before every event arrived
 	firstError string
+}
+
+// completion tracks which watchers have every event they should get. The
+// target starts at all events and drops, once the writers are done, to the
+// events actually written: a failed write must not leave every watcher
+// waiting for it until the drain ends.
+type completion struct {
+	target   atomic.Uint64
+	done     chan struct{} // one send per watcher that completed itself
+	stopping atomic.Bool   // the stage is over: errors from here on are ours
+}
+
+// check reports st complete once, whoever (watcher or stage) sees it first.
+func (c *completion) check(st *watcherState) bool {
+	return st.got.Load() >= c.target.Load() && st.counted.CompareAndSwap(false, true)
 }
 
 // writeLog is what the writers record, by event number.
@@ -113,9 +130,8 @@ func runWatch(ctx context.Context, env *env, watchers int) WatchResult {
 	cpu := startCPU()
 	states := make([]*watcherState, watchers)
 	var done sync.WaitGroup
-	var remaining atomic.Int64
-	remaining.Store(int64(watchers))
-	allIn := make(chan struct{})
+	comp := &completion{done: make(chan struct{}, watchers)}
+	comp.target.Store(uint64(cfg.Events))
 	for i, s := range streams {
 		st := &watcherState{recv: make([]int64, cfg.Events), lastSeq: make([]int, cfg.Writers)}
 		for w := range st.lastSeq {
@@ -125,10 +141,7 @@ func runWatch(ctx context.Context, env *env, watchers int) WatchResult {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			st.follow(s, base, cfg.Events, cfg.Writers)
-			if remaining.Add(-1) == 0 {
-				close(allIn)
-			}
+			st.follow(s, comp, base, cfg.Writers)
 		}()
 	}
 
@@ -145,14 +158,28 @@ func runWatch(ctx context.Context, env *env, watchers int) WatchResult {
 	writeSeconds := time.Since(base).Seconds()
 
 	// The writes are done: give the watchers cfg.Drain to receive the rest.
+	written := log.count()
+	comp.target.Store(uint64(written))
+	complete := 0
+	for _, st := range states {
+		if comp.check(st) {
+			complete++
+		}
+	}
 	drain := time.NewTimer(cfg.Drain)
-	select {
-	case <-allIn:
-	case <-drain.C:
-		env.logf("watch: drain of %s ended with watchers still missing events", cfg.Drain)
-	case <-ctx.Done():
+	for complete < watchers {
+		select {
+		case <-comp.done:
+			complete++
+		case <-drain.C:
+			env.logf("watch: drain of %s ended with %d watchers missing events", cfg.Drain, watchers-complete)
+			complete = watchers
+		case <-ctx.Done():
+			complete = watchers
+		}
 	}
 	drain.Stop()
+	comp.stopping.Store(true)
 	cancel()
 	for _, s := range streams {
 		s.Stop()
@@ -161,6 +188,17 @@ func runWatch(ctx context.Context, env *env, watchers int) WatchResult {
 	res = summarizeWatch(res, states, log, writeSeconds)
 	res.CPUCores, res.CPUPerDeliveryUS = cpu.read(res.Delivered)
 	return res
+}
+
+// count is the number of events written.
+func (l *writeLog) count() int {
+	n := 0
+	for _, ok := range l.written {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // write sends writer w's share of the events, on schedule.
@@ -204,13 +242,16 @@ func (l *writeLog) write(ctx context.Context, env *env, w int, cur *corev1.Pod, 
 	}
 }
 
-// follow reads one watch until it has every event or the stream ends:
+// follow reads one watch until it has every event or the stream ends;
 // when the stage is over, stopping the stream closes its channel.
-func (st *watcherState) follow(w watch.Interface, base time.Time, events, writers int) {
+func (st *watcherState) follow(w watch.Interface, comp *completion, base time.Time, writers int) {
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		now := time.Now()
 		if err := st.observe(ev, now, base, writers); err != nil {
+			if comp.stopping.Load() {
+				return // the stage closed the stream under the decoder
+			}
 			if st.firstError == "" {
 				st.firstError = err.Error()
 			}
@@ -219,11 +260,12 @@ func (st *watcherState) follow(w watch.Interface, base time.Time, events, writer
 			}
 			continue
 		}
-		if st.got == uint64(events) {
+		if comp.check(st) {
+			comp.done <- struct{}{}
 			return
 		}
 	}
-	st.closed = st.got < uint64(events)
+	st.closed = !comp.stopping.Load() && !st.counted.Load()
 }
 
 // observe checks and records one event.
@@ -265,7 +307,7 @@ func (st *watcherState) observe(ev watch.Event, now, base time.Time, writers int
 	}
 	st.recv[seq] = max(1, int64(now.Sub(base)))
 	st.e2e.record(time.Duration(now.UnixNano() - sent))
-	st.got++
+	st.got.Add(1)
 	return nil
 }
 
@@ -274,15 +316,10 @@ func (st *watcherState) observe(ev watch.Event, now, base time.Time, writers int
 func summarizeWatch(res WatchResult, states []*watcherState, log *writeLog, writeSeconds float64) WatchResult {
 	var e2e, ack, wr histogram
 	var lastRecv int64
-	written := 0
-	for _, ok := range log.written {
-		if ok {
-			written++
-		}
-	}
+	written := log.count()
 	for _, st := range states {
 		e2e.merge(&st.e2e)
-		res.Delivered += st.got
+		res.Delivered += st.got.Load()
 		res.Duplicates += st.dup
 		res.OutOfOrder += st.ooo
 		if st.closed {
@@ -307,8 +344,8 @@ func summarizeWatch(res WatchResult, states []*watcherState, log *writeLog, writ
 		res.Lost = res.Expected - res.Delivered
 	}
 	res.WriteErrors = int(log.errors.Load())
-	if p := log.first.Load(); p != nil && res.FirstError == "" {
-		res.FirstError = *p
+	if p := log.first.Load(); p != nil {
+		res.FirstWriteError = *p
 	}
 	res.Rate = round3(float64(written) / writeSeconds)
 	res.Seconds = round3(time.Duration(lastRecv).Seconds())
