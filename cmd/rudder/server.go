@@ -44,5 +44,6 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.StringVar(&cfg.ServiceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which services get cluster IPs")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
+	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
 	return cmd
 }

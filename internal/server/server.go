@@ -19,11 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/pki"
+	"github.com/rudder-dev/rudder/internal/simnode"
 	"github.com/rudder-dev/rudder/internal/storage"
 )
 
@@ -53,6 +57,10 @@ type Config struct {
 	// node ports ("10.96.0.0/12", "30000-32767" when empty).
 	ServiceCIDR   string
 	NodePortRange string
+	// SimulatedNodes, when positive, starts that many simulated nodes
+	// (internal/simnode) once the API serves. They are API clients like
+	// any other, over the HTTPS listener with the admin credentials.
+	SimulatedNodes int
 }
 
 func (c *Config) defaults() {
@@ -74,6 +82,9 @@ type Server struct {
 	PKI *pki.Bundle
 	// API is the API server, for in-process users such as benchmarks.
 	API *apiserver.Server
+	// SimNodes is the fleet of simulated nodes (nil without
+	// Config.SimulatedNodes); its Ready channel tells when all registered.
+	SimNodes *simnode.Fleet
 
 	etcd      *storage.Etcd
 	http      *http.Server
@@ -202,19 +213,63 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			s.serveErr = err
 		}
 	}()
+	api.MarkReady()
+	ok = true
+	slog.Info("API server ready", "url", s.URL, "kubeconfig", s.Kubeconfig)
+	if cfg.SimulatedNodes > 0 {
+		if err := s.startSimNodes(ctx, cfg, port); err != nil {
+			cancel()
+			s.shutdown()
+			return nil, fmt.Errorf("simulated nodes: %w", err)
+		}
+	}
 	go func() {
 		<-ctx.Done()
 		s.shutdown()
 	}()
-	api.MarkReady()
-	ok = true
-	slog.Info("API server ready", "url", s.URL, "kubeconfig", s.Kubeconfig)
 	return s, nil
+}
+
+// startSimNodes runs the simulated nodes as a client of the listener, as
+// any other component: protobuf, no client-side rate limit.
+func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error {
+	host := cfg.BindAddress
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	client, err := kubernetes.NewForConfig(&rest.Config{
+		Host: "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: s.PKI.CAPEM, CertData: s.PKI.AdminCertPEM, KeyData: s.PKI.AdminKeyPEM,
+		},
+		ContentConfig: rest.ContentConfig{
+			ContentType:        "application/vnd.kubernetes.protobuf",
+			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+		},
+		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),
+		UserAgent:   "rudder-simnode",
+	})
+	if err != nil {
+		return err
+	}
+	// Three zones, as a cluster usually spans: topology spreading has
+	// something to spread over.
+	fleet, err := simnode.New(simnode.Config{Client: client, Count: cfg.SimulatedNodes, Zones: 3})
+	if err != nil {
+		return err
+	}
+	s.SimNodes = fleet
+	return fleet.Start(ctx)
 }
 
 // shutdown stops accepting requests, gives running ones a moment, ends
 // watches, then stops etcd so its files are closed cleanly.
 func (s *Server) shutdown() {
+	// The nodes go first: they are clients, and would only log the
+	// listener's going away.
+	if s.SimNodes != nil {
+		s.SimNodes.Stop()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.http.Shutdown(sctx); err != nil {
