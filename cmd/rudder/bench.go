@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,7 @@ func benchAPICommand() *cobra.Command {
 		Long: `Measure the API server with client-go clients (protobuf, no client-side rate
 limit, spread over several HTTP/2 connections):
 
-  crud   create, update, get and list of pods by C concurrent clients
+  crud   create, update, get, list and delete of pods by C concurrent clients
   list   LIST resourceVersion=0 of N pods, protobuf and JSON
   watch  W watchers each receiving E pod updates written at a fixed rate:
          delivery latency, lost and out-of-order events
@@ -65,7 +66,7 @@ target is reported, not an error.
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated pods")
 	f.StringSliceVar(&cfg.Stages, "stages", []string{bench.StageList, bench.StageCRUD, bench.StageWatch}, "stages to run: list, crud, watch")
 	f.IntSliceVar(&cfg.Clients, "clients", []int{64}, "concurrent clients of the CRUD stage (several values: one run each)")
-	f.IntVar(&cfg.Objects, "objects", 10000, "pods each CRUD run creates, updates and gets")
+	f.IntVar(&cfg.Objects, "objects", 10000, "pods each CRUD run creates, updates, gets and deletes")
 	f.IntSliceVar(&cfg.ListSizes, "list-sizes", []int{10000}, "namespace sizes to LIST, ascending")
 	f.IntVar(&cfg.ListReps, "list-reps", 10, "timed LISTs per size and encoding")
 	f.IntSliceVar(&cfg.Watchers, "watchers", []int{1000}, "concurrent watchers (several values: one run each)")
@@ -73,9 +74,9 @@ target is reported, not an error.
 	f.Float64Var(&cfg.EventRate, "event-rate", bench.DefaultEventRate, "watch stage writes per second")
 	f.IntVar(&cfg.Writers, "writers", 8, "watch stage writers sharing the event rate")
 	f.StringVar(&cfg.WatchDecode, "watch-decode", bench.DecodeFull, "how watchers decode events: full (typed pods, as informers) or metadata (the server still sends full pods)")
-	f.DurationVar(&cfg.Drain, "drain", 0, "after the last write, how long watchers may take to catch up (default 30s)")
+	f.DurationVar(&cfg.Drain, "drain", 30*time.Second, "after the last write, how long watchers may take to catch up")
 	f.IntVar(&cfg.Connections, "connections", 16, "separate HTTP/2 connections the clients and watchers are spread over")
-	f.DurationVar(&cfg.StageTimeout, "stage-timeout", 0, "upper bound on every stage (default 10m)")
+	f.DurationVar(&cfg.StageTimeout, "stage-timeout", 10*time.Minute, "upper bound on every stage")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the stages (server included when embedded) to this file")
 	return cmd
 }

@@ -47,7 +47,7 @@ func TestRunTiny(t *testing.T) {
 			for _, o := range res.Ops {
 				ops[o.Op] = o
 			}
-			for _, op := range []string{"create", "update", "get", "list"} {
+			for _, op := range []string{"create", "update", "get", "list", "delete"} {
 				o, ok := ops[op]
 				if !ok || o.Count == 0 || o.PerSec <= 0 || o.P99MS < o.P50MS {
 					t.Errorf("%s: %+v", op, o)

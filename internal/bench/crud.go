@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // opFunc is one operation on item i, sent through cs.
@@ -75,7 +76,8 @@ func runOps(ctx context.Context, pool *clientPool, name string, c, n int, op opF
 	return res
 }
 
-// runCRUD creates, updates, gets and lists cfg.Objects pods with c clients.
+// runCRUD creates, updates, gets, lists and deletes cfg.Objects pods with
+// c clients.
 // Each phase runs to completion before the next starts, so each rate is of
 // one verb alone.
 func runCRUD(ctx context.Context, env *env, c int) []OpResult {
@@ -113,5 +115,11 @@ func runCRUD(ctx context.Context, env *env, c int) []OpResult {
 		_, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		return err
 	})
-	return []OpResult{create, update, get, list}
+	// Deleting the run's pods measures delete and leaves the namespace as
+	// the run found it, so a LIST costs the same at every value of C.
+	// Grace period 0: these pods never ran, there is nothing to wait for.
+	del := runOps(ctx, env.pool, "delete", c, n, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		return cs.CoreV1().Pods(ns).Delete(ctx, podName(prefix, i), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+	})
+	return []OpResult{create, update, get, list, del}
 }

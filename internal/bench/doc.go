@@ -13,8 +13,8 @@
 //     LIST with resourceVersion=0 (served from the watch cache) is timed in
 //     protobuf and in JSON: one cold request, then ListReps warm ones.
 //   - crud: for each value C of Config.Clients, C clients create, update
-//     (full PUT), get and list (label-selected 1%) Config.Objects pods,
-//     one verb at a time, each timed per request.
+//     (full PUT), get, list (label-selected 1%) and delete Config.Objects
+//     pods, one verb at a time, each timed per request.
 //   - watch: for each value W of Config.Watchers, W watches open at a known
 //     resourceVersion and writers update their pods Config.Events times at
 //     Config.EventRate. Each update carries its event number and send time,

@@ -81,7 +81,7 @@ func runWatch(ctx context.Context, env *env, watchers int) WatchResult {
 		p, err := env.pool.get(w).CoreV1().Pods(env.namespace).Create(ctx, env.pods.pod(prefix, w), metav1.CreateOptions{})
 		if err != nil {
 			res.WriteErrors++
-			res.FirstError = err.Error()
+			res.FirstWriteError = err.Error()
 			return res
 		}
 		heads[w] = p
