@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -127,17 +128,35 @@ func (o *cacheObject) jsonOf(cs *codecs) ([]byte, error) {
 }
 
 // protoOf returns the object's protobuf message (no envelope), encoded
-// once per cached version.
+// once per cached version. Lists splice it in as an item.
 func (o *cacheObject) protoOf() ([]byte, error) {
+	o.encodeProto()
+	return o.protoRaw, o.encErr
+}
+
+// protoEnvelopeOf returns the object in its enveloped form, what a GET or
+// a watch event carries. It shares its bytes with protoOf.
+func (o *cacheObject) protoEnvelopeOf() ([]byte, error) {
+	o.encodeProto()
+	return o.protoEnv, o.encErr
+}
+
+func (o *cacheObject) encodeProto() {
 	o.protoOnce.Do(func() {
 		m, ok := o.obj.(interface{ Marshal() ([]byte, error) })
 		if !ok {
 			o.encErr = fmt.Errorf("%T has no protobuf encoding", o.obj)
 			return
 		}
-		o.proto, o.encErr = m.Marshal()
+		raw, err := m.Marshal()
+		if err != nil {
+			o.encErr = err
+			return
+		}
+		var off int
+		o.protoEnv, off = buildEnvelope(o.obj.GetObjectKind().GroupVersionKind(), raw)
+		o.protoRaw = o.protoEnv[off : off+len(raw)]
 	})
-	return o.proto, o.encErr
 }
 
 // writeCached writes one cached object in the negotiated form, reusing its
@@ -151,8 +170,8 @@ func (h *resourceHandler) writeCached(w http.ResponseWriter, r *http.Request, t 
 				return
 			}
 		case mediaProtobuf:
-			if raw, err := o.protoOf(); err == nil {
-				writeBytes(w, http.StatusOK, mediaProtobuf, protoEnvelope(o.obj.GetObjectKind().GroupVersionKind(), raw))
+			if env, err := o.protoEnvelopeOf(); err == nil {
+				writeBytes(w, http.StatusOK, mediaProtobuf, env)
 				return
 			}
 		}
@@ -170,14 +189,32 @@ func writeBytes(w http.ResponseWriter, code int, media string, data []byte) {
 // protoEnvelope wraps a message in the "k8s\0" + runtime.Unknown envelope
 // that Kubernetes protobuf clients expect.
 func protoEnvelope(gvk schema.GroupVersionKind, raw []byte) []byte {
-	unk := runtime.Unknown{
-		TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
-		Raw:      raw,
-	}
-	out := make([]byte, 4+unk.Size())
-	copy(out, "k8s\x00")
-	unk.MarshalToSizedBuffer(out[4:])
-	return out
+	env, _ := buildEnvelope(gvk, raw)
+	return env
+}
+
+// buildEnvelope writes the envelope field by field (runtime.Unknown:
+// typeMeta = 1, raw = 2, contentEncoding = 3, contentType = 4, as its
+// generated marshaller orders them) and returns where raw starts in it, so
+// one buffer serves both forms of a cached object.
+func buildEnvelope(gvk schema.GroupVersionKind, raw []byte) ([]byte, int) {
+	tm := runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+	tmSize := tm.Size()
+	out := make([]byte, 0, 4+tmSize+len(raw)+24)
+	out = append(out, "k8s\x00"...)
+	out = protowire.AppendTag(out, 1, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(tmSize))
+	out = out[:len(out)+tmSize]
+	tm.MarshalToSizedBuffer(out[len(out)-tmSize:])
+	out = protowire.AppendTag(out, 2, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(len(raw)))
+	off := len(out)
+	out = append(out, raw...)
+	out = protowire.AppendTag(out, 3, protowire.BytesType)
+	out = protowire.AppendVarint(out, 0)
+	out = protowire.AppendTag(out, 4, protowire.BytesType)
+	out = protowire.AppendVarint(out, 0)
+	return out, off
 }
 
 // objectMeta returns the metadata of an object of a registered type.

@@ -52,11 +52,21 @@ const maxUpdateRetries = 16
 // stored object and whether it was created.
 func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateRequest) (runtime.Object, bool, error) {
 	key := h.key(req.namespace, req.name)
-	var kv *storage.KV
+	var (
+		cur       runtime.Object
+		rev       int64
+		fromCache bool
+	)
+	// The watch cache usually holds the object already, which saves an etcd
+	// read per update: the compare-and-swap makes a stale copy harmless,
+	// and a copy from the cache is never trusted to refuse a client (409)
+	// before etcd confirms it. The copy is private: strategies modify it.
+	if o := h.cache.get(key); o != nil {
+		cur, rev, fromCache = o.obj.DeepCopyObject(), o.rev, true
+	}
 	for attempt := 0; ; attempt++ {
-		if kv == nil {
-			var err error
-			kv, err = h.s.store.Get(ctx, key)
+		if cur == nil {
+			kv, err := h.s.store.Get(ctx, key)
 			if errors.Is(err, storage.ErrNotFound) && req.create != nil && allowCreateOnUpdate[h.res.Resource] && req.subresource == "" {
 				obj, err := req.create()
 				if err != nil {
@@ -68,20 +78,24 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 			if err != nil {
 				return nil, false, toStatusError(err, h.gr, req.name)
 			}
-		}
-		cur, err := h.decodeKV(kv)
-		if err != nil {
-			return nil, false, err
+			if cur, err = h.decodeKV(kv); err != nil {
+				return nil, false, err
+			}
+			rev, fromCache = kv.ModRevision, false
 		}
 		next, preconditioned, err := req.mutate(cur.DeepCopyObject())
 		if err != nil {
 			return nil, false, err
 		}
 		nm := objectMeta(next)
-		if rv := nm.GetResourceVersion(); rv != "" && rv != strconv.FormatInt(kv.ModRevision, 10) {
+		if rv := nm.GetResourceVersion(); rv != "" && rv != strconv.FormatInt(rev, 10) {
+			if fromCache {
+				cur = nil // the cache may lag the client: ask etcd
+				continue
+			}
 			return nil, false, apierrors.NewConflict(h.gr, req.name, errors.New(conflictMessage))
 		}
-		nm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+		nm.SetResourceVersion(strconv.FormatInt(rev, 10))
 		next, err = h.prepareUpdate(ctx, next, cur, req)
 		if err != nil {
 			return nil, false, err
@@ -93,7 +107,7 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 			return next, false, nil
 		}
 		if finished(next) {
-			return h.deleteFinal(ctx, key, next, kv.ModRevision)
+			return h.deleteFinal(ctx, key, next, rev)
 		}
 		undo := func() {}
 		if h.hooks != nil {
@@ -106,12 +120,15 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 			undo()
 			return nil, false, err
 		}
-		rev, latest, err := h.s.store.Update(ctx, key, data, kv.ModRevision)
+		newRev, latest, err := h.s.store.Update(ctx, key, data, rev)
 		if err != nil {
 			undo()
 		}
-		if errors.Is(err, storage.ErrConflict) && !preconditioned && attempt < maxUpdateRetries {
-			kv = latest
+		if errors.Is(err, storage.ErrConflict) && (!preconditioned || fromCache) && attempt < maxUpdateRetries {
+			if cur, err = h.decodeKV(latest); err != nil {
+				return nil, false, err
+			}
+			rev, fromCache = latest.ModRevision, false
 			continue
 		}
 		if err != nil {
@@ -120,7 +137,7 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 		if h.hooks != nil {
 			h.hooks.afterWrite(ctx, next, cur)
 		}
-		nm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		nm.SetResourceVersion(strconv.FormatInt(newRev, 10))
 		return next, false, nil
 	}
 }

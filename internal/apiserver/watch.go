@@ -295,11 +295,11 @@ func (ww *watcher) write(typ watch.EventType, o *cacheObject, obj runtime.Object
 	}
 	if o != nil {
 		if ww.t.media == mediaProtobuf {
-			raw, err := o.protoOf()
+			env, err := o.protoEnvelopeOf()
 			if err != nil {
 				return err
 			}
-			return ww.writeProtoFrame(typ, protoEnvelope(o.obj.GetObjectKind().GroupVersionKind(), raw))
+			return ww.writeProtoFrame(typ, env)
 		}
 		data, err := o.jsonOf(ww.h.s.codecs)
 		if err != nil {

@@ -33,7 +33,8 @@ type cacheObject struct {
 	jsonOnce  sync.Once
 	json      []byte
 	protoOnce sync.Once
-	proto     []byte // the object's own protobuf message, without envelope
+	protoEnv  []byte // "k8s\x00" + runtime.Unknown around the object's message
+	protoRaw  []byte // the message alone: a slice of protoEnv
 	encErr    error
 }
 
