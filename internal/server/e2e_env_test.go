@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/rudder-dev/rudder/internal/storage"
 )
@@ -47,22 +46,7 @@ type apiEnv struct {
 // more correct.
 func newAPIEnv(t *testing.T, cfg Config) *apiEnv {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPSPort = 0
-	srv, err := Start(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		srv.Stop()
-	})
-	rc, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, rc := startTestServer(t, cfg)
 	rc.QPS, rc.Burst = -1, -1
 	e := &apiEnv{srv: srv, cfg: rc}
 	e.cs = kubernetes.NewForConfigOrDie(rest.CopyConfig(rc))
@@ -72,6 +56,7 @@ func newAPIEnv(t *testing.T, cfg Config) *apiEnv {
 	e.jcs = kubernetes.NewForConfigOrDie(jc)
 	e.dyn = dynamic.NewForConfigOrDie(rest.CopyConfig(rc))
 	e.meta = metadata.NewForConfigOrDie(rest.CopyConfig(rc))
+	var err error
 	if e.http, err = rest.HTTPClientFor(rest.CopyConfig(rc)); err != nil {
 		t.Fatal(err)
 	}

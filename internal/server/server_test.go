@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -18,8 +19,18 @@ import (
 // port) for the duration of the test.
 func startServer(t *testing.T) (*Server, *kubernetes.Clientset) {
 	t.Helper()
+	srv, cfg := startTestServer(t, Config{})
+	return srv, kubernetes.NewForConfigOrDie(cfg)
+}
+
+// startTestServer starts a server with cfg (DataDir and port filled in),
+// stopped when the test ends, and returns its admin client config.
+func startTestServer(t *testing.T, cfg Config) (*Server, *rest.Config) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := Start(ctx, Config{DataDir: t.TempDir(), HTTPSPort: 0})
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPSPort = 0
+	srv, err := Start(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("start: %v", err)
@@ -28,15 +39,11 @@ func startServer(t *testing.T) (*Server, *kubernetes.Clientset) {
 		cancel()
 		srv.Stop()
 	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, cs
+	return srv, rc
 }
 
 func TestServerSmoke(t *testing.T) {

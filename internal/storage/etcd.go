@@ -61,7 +61,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 	ec.ListenPeerUrls = []url.URL{peerURL}
 	ec.AdvertisePeerUrls = []url.URL{peerURL}
 	ec.InitialCluster = ec.Name + "=" + peerURL.String()
-	ec.LogLevel = "warn"
+	ec.LogLevel = "error"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger())
 	ec.QuotaBackendBytes = cfg.QuotaBytes
 	// Kubernetes objects may be up to 3 MiB once encoded, plus the txn.

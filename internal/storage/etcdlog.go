@@ -8,12 +8,13 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// etcdLogger is the embedded member's logger: warnings and errors only,
-// without the errors every clean shutdown produces when etcd's listeners
-// close under its own serving goroutines.
+// etcdLogger is the embedded member's logger: errors only (etcd warns of
+// every slow request, which under load is most of them), without the ones
+// every clean shutdown produces when etcd's listeners close under its own
+// serving goroutines.
 func etcdLogger() *zap.Logger {
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zapcore.WarnLevel)
+	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zapcore.ErrorLevel)
 	return zap.New(shutdownFilter{core})
 }
 
