@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -251,17 +252,19 @@ func (ww *watcher) loop(ctx context.Context, seq uint64, generation int) {
 func (ww *watcher) dispatch(ev *cacheEvent) error {
 	ww.lastRev = ev.rev
 	if ww.match == nil {
-		return ww.write(ev.typ, ev.obj, nil)
+		return ww.writeEvent(ev)
 	}
 	cur := ww.match(ev.obj)
 	prev := ev.prev != nil && ww.match(ev.prev)
 	switch {
 	case ev.typ == watch.Deleted:
 		if prev {
-			return ww.write(watch.Deleted, ev.obj, nil)
+			return ww.writeEvent(ev)
 		}
 	case cur && prev:
-		return ww.write(watch.Modified, ev.obj, nil)
+		return ww.writeEvent(ev)
+	case cur && ev.typ == watch.Added:
+		return ww.writeEvent(ev)
 	case cur:
 		return ww.write(watch.Added, ev.obj, nil)
 	case prev:
@@ -272,6 +275,20 @@ func (ww *watcher) dispatch(ev *cacheEvent) error {
 		return ww.write(watch.Deleted, nil, gone)
 	}
 	return nil
+}
+
+// writeEvent sends an event as it happened, from its shared frame when the
+// watcher wants plain objects.
+func (ww *watcher) writeEvent(ev *cacheEvent) error {
+	if ww.t.transform != asObject {
+		return ww.write(ev.typ, ev.obj, nil)
+	}
+	frame, err := ev.frame(ww.t.media, ww.h.s.codecs)
+	if err != nil {
+		return err
+	}
+	_, err = ww.w.Write(frame)
+	return err
 }
 
 // write sends one event for a cached object o, or for a one-off object.
@@ -331,30 +348,69 @@ func (ww *watcher) writeEncoded(typ watch.EventType, obj runtime.Object) error {
 }
 
 func (ww *watcher) writeJSONFrame(typ watch.EventType, obj []byte) error {
-	ww.w.WriteString(`{"type":"`)
-	ww.w.WriteString(string(typ))
-	ww.w.WriteString(`","object":`)
-	ww.w.Write(obj)
-	_, err := ww.w.WriteString("}\n")
+	ww.frame = appendJSONFrame(ww.frame[:0], typ, obj)
+	_, err := ww.w.Write(ww.frame)
 	return err
 }
 
 // writeProtoFrame writes a length-prefixed WatchEvent whose object is the
-// already-encoded (enveloped) obj. Stream frames themselves carry no
-// envelope: that is the "raw" protobuf form clients expect in a stream.
+// already-encoded (enveloped) obj.
 func (ww *watcher) writeProtoFrame(typ watch.EventType, obj []byte) error {
-	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: obj}}
-	n := ev.Size()
-	if cap(ww.frame) < 4+n {
-		ww.frame = make([]byte, 4+n)
-	}
-	ww.frame = ww.frame[:4+n]
-	binary.BigEndian.PutUint32(ww.frame[:4], uint32(n))
-	if _, err := ev.MarshalToSizedBuffer(ww.frame[4:]); err != nil {
+	var err error
+	if ww.frame, err = appendProtoFrame(ww.frame[:0], typ, obj); err != nil {
 		return err
 	}
-	_, err := ww.w.Write(ww.frame)
+	_, err = ww.w.Write(ww.frame)
 	return err
+}
+
+// appendJSONFrame appends one JSON watch event: {"type":…,"object":…}.
+func appendJSONFrame(dst []byte, typ watch.EventType, obj []byte) []byte {
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","object":`...)
+	dst = append(dst, obj...)
+	return append(dst, "}\n"...)
+}
+
+// appendProtoFrame appends one protobuf watch event: a 4-byte big-endian
+// length, then the WatchEvent message. Stream frames carry no envelope of
+// their own (the "raw" protobuf form clients expect in a stream); the
+// object inside them does.
+func appendProtoFrame(dst []byte, typ watch.EventType, obj []byte) ([]byte, error) {
+	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: obj}}
+	n := ev.Size()
+	start := len(dst)
+	dst = slices.Grow(dst, 4+n)[:start+4+n]
+	binary.BigEndian.PutUint32(dst[start:start+4], uint32(n))
+	if _, err := ev.MarshalToSizedBuffer(dst[start+4:]); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// frame returns the event's complete stream frame in media, built once and
+// written as is by every watcher that sees the event unchanged: the common
+// case, where one event goes to many watchers.
+func (ev *cacheEvent) frame(media string, cs *codecs) ([]byte, error) {
+	if media == mediaProtobuf {
+		ev.protoOnce.Do(func() {
+			env, err := ev.obj.protoEnvelopeOf()
+			if err == nil {
+				ev.protoFrame, err = appendProtoFrame(nil, ev.typ, env)
+			}
+			ev.frameErr = err
+		})
+		return ev.protoFrame, ev.frameErr
+	}
+	ev.jsonOnce.Do(func() {
+		data, err := ev.obj.jsonOf(cs)
+		if err == nil {
+			ev.jsonFrame = appendJSONFrame(nil, ev.typ, data)
+		}
+		ev.frameErr = err
+	})
+	return ev.jsonFrame, ev.frameErr
 }
 
 // writeBookmark sends a BOOKMARK: an empty object of the kind carrying only

@@ -44,6 +44,11 @@ type cacheEvent struct {
 	obj  *cacheObject // the new state; for Deleted, the last state at the delete's revision
 	prev *cacheObject // the state before; nil for Added
 	rev  int64
+
+	// The event's stream frames, built on first use (see frame).
+	jsonOnce, protoOnce   sync.Once
+	jsonFrame, protoFrame []byte
+	frameErr              error
 }
 
 // watchCache mirrors one resource from etcd with a single watch: the
