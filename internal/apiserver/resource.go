@@ -26,6 +26,8 @@ type resourceHandler struct {
 	cache *watchCache
 	// hooks, when set, take part in writes (service IP allocation).
 	hooks *writeHooks
+	// deprecation is the warning every request gets, for deprecated kinds.
+	deprecation string
 }
 
 func (h *resourceHandler) key(namespace, name string) string {

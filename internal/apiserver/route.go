@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,8 +30,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.writeError(w, r, notFound())
 		return
 	}
-	if msg := deprecationWarning(h.res); msg != "" {
-		addWarning(w, msg)
+	if h.deprecation != "" {
+		addWarning(w, h.deprecation)
 	}
 	namespace := info.Namespace
 	if h.res.Namespaced {
@@ -178,10 +177,6 @@ func methodNotAllowed(r *http.Request, info *requestInfo) error {
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, strings.ToLower(r.Method))
 }
 
-// deprecationWarnings caches deprecationWarning per resource: the answer
-// depends only on the Go type, and New allocates.
-var deprecationWarnings sync.Map // *registry.Resource -> string
-
 // lifecycle is what k8s.io/api's generated lifecycle methods offer; only a
 // few kinds have them (core/v1 Endpoints, deprecated in 1.33).
 type lifecycle interface {
@@ -192,11 +187,8 @@ type lifecycle interface {
 // deprecationWarning is the warning upstream attaches to every request for
 // a kind deprecated at or before the served version, so kubectl prints
 // "Warning: v1 Endpoints is deprecated in v1.33+; use ..." as it does
-// against Kubernetes.
+// against Kubernetes. It is computed once per resource, in New.
 func deprecationWarning(res *registry.Resource) string {
-	if msg, ok := deprecationWarnings.Load(res); ok {
-		return msg.(string)
-	}
 	msg := ""
 	if l, ok := res.New().(lifecycle); ok {
 		major, minor := l.APILifecycleDeprecated()
@@ -208,6 +200,5 @@ func deprecationWarning(res *registry.Resource) string {
 			}
 		}
 	}
-	deprecationWarnings.Store(res, msg)
 	return msg
 }

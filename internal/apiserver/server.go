@@ -111,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		if _, dup := s.handlers[gvr]; dup {
 			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
 		}
-		h := &resourceHandler{s: s, res: res, gvk: res.GroupVersionKind(), gr: gvr.GroupResource()}
+		h := &resourceHandler{s: s, res: res, gvk: res.GroupVersionKind(), gr: gvr.GroupResource(), deprecation: deprecationWarning(res)}
 		h.cache = newWatchCache(res, s.store, s.codec, s.codecs, cfg.WatchCacheCapacity)
 		s.handlers[gvr] = h
 		i, ok := seen[res.Group]
