@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,16 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// coreUpdateGolden rewrites testdata/*.golden: go test -run TestCoreTables -update.
-// The flag may be shared with other golden tests in this package, so it is
-// defined only once, whichever file gets there first.
-var coreUpdateGolden = func() func() bool {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files under testdata/")
-	}
-	return func() bool { return flag.Lookup("update").Value.String() == "true" }
-}()
 
 // coreAgo returns a timestamp d before now; ages render as whole units, so a
 // test finishing within a second renders the same every time.
@@ -267,7 +256,7 @@ func TestCoreTables(t *testing.T) {
 		})
 	}
 	golden := filepath.Join("testdata", "core_tables.golden")
-	if coreUpdateGolden() {
+	if updateGolden() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -281,25 +270,6 @@ func TestCoreTables(t *testing.T) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if got := all.String(); got != string(want) {
-		t.Errorf("tables differ from %s (run with -update to accept):\n%s", golden, coreLineDiff(string(want), got))
+		t.Errorf("tables differ from %s (run with -update to accept):\n%s", golden, lineDiff(string(want), got))
 	}
-}
-
-// coreLineDiff lists the lines that differ, enough to spot a changed cell.
-func coreLineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "-%s\n+%s\n", wl, gl)
-		}
-	}
-	return b.String()
 }

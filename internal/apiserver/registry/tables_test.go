@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,17 +27,6 @@ import (
 //	go test ./internal/apiserver/registry -run TestTables -update
 //
 // and review the diff: it is the change kubectl users will see.
-func init() {
-	// Another test file of the package may own the flag already.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // tableCase is one resource and the objects a `kubectl get` lists.
 type tableCase struct {
@@ -247,21 +235,3 @@ func checkColumnTypes(t *testing.T, tbl *Table, objects []runtime.Object) {
 	}
 }
 
-// lineDiff shows the lines that differ, enough to see what changed.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
-}
