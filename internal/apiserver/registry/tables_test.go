@@ -234,4 +234,3 @@ func checkColumnTypes(t *testing.T, tbl *Table, objects []runtime.Object) {
 		}
 	}
 }
-
