@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +26,7 @@ func TestRunTiny(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
-			if err := res.Print(&out); err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-			var got map[string]any
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-				t.Fatalf("last line is not JSON: %v\n%s", err, out.String())
-			}
+			got := printedJSON(t, res)
 			for _, k := range []string{"scenario", "seed", "target", "in_process", "num_cpu", "server_version", "ops", "list", "watch", "targets"} {
 				if _, ok := got[k]; !ok {
 					t.Errorf("JSON lacks %q", k)
@@ -101,4 +94,20 @@ func TestConfigRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// printedJSON prints a scenario's result and returns its last line, the
+// machine-readable JSON object every scenario ends with.
+func printedJSON(t *testing.T, res interface{ Print(io.Writer) error }) map[string]any {
+	t.Helper()
+	var out bytes.Buffer
+	if err := res.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out.String())
+	}
+	return got
 }

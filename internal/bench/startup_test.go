@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,15 +27,7 @@ func TestStartupOneRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := res.Print(&out); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var got map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-		t.Fatalf("last line is not JSON: %v\n%s", err, out.String())
-	}
+	got := printedJSON(t, res)
 	if got["scenario"] != "startup" || got["nodes"] != float64(3) {
 		t.Errorf("scenario/nodes = %v/%v", got["scenario"], got["nodes"])
 	}
@@ -63,7 +53,7 @@ func TestStartupOneRun(t *testing.T) {
 	if r.ReadyzMS <= 0 || r.AllNodesReadyMS < r.ReadyzMS || r.WarmReadyzMS <= 0 {
 		t.Errorf("implausible run: %+v", r)
 	}
-	t.Logf("%s", out.String())
+	t.Logf("%v", got)
 }
 
 func TestStartupRejectsKubeconfig(t *testing.T) {
