@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -41,18 +39,10 @@ Pick how a Job pod ends with annotations on the pod:
 simnode.rudder.dev/run-duration=30s, simnode.rudder.dev/exit-code=1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			rc, err := clientConfig(kubeconfig, "rudder-simnodes")
 			if err != nil {
 				return err
 			}
-			// Thousands of nodes share this client: protobuf, and no
-			// client-side throttling (the server's own limits apply).
-			rc.ContentType = "application/vnd.kubernetes.protobuf"
-			rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-			rc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-			rc.UserAgent = "rudder-simnodes"
 			if cfg.Client, err = kubernetes.NewForConfig(rc); err != nil {
 				return err
 			}

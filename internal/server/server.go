@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
@@ -61,6 +59,13 @@ type Config struct {
 	// (internal/simnode) once the API serves. They are API clients like
 	// any other, over the HTTPS listener with the admin credentials.
 	SimulatedNodes int
+	// DisableScheduler leaves pods unscheduled (for running another
+	// scheduler, or none, against this API server).
+	DisableScheduler bool
+	// Controllers selects the in-process controllers as upstream's
+	// --controllers does: "*" for the defaults, "name" to add one,
+	// "-name" to drop one, "-*" for none. Empty means "*".
+	Controllers []string
 }
 
 func (c *Config) defaults() {
@@ -92,6 +97,18 @@ type Server struct {
 	serveDone chan struct{} // the listener stopped
 	done      chan struct{} // everything stopped, etcd closed
 	serveErr  error
+	// components are the in-process clients (scheduler, controllers);
+	// shutdown waits for them before closing the listener.
+	components sync.WaitGroup
+}
+
+// spawn runs an in-process component until the server's context ends.
+func (s *Server) spawn(fn func()) {
+	s.components.Add(1)
+	go func() {
+		defer s.components.Done()
+		fn()
+	}()
 }
 
 // systemNamespaces exist from the first start; the first three can never
@@ -216,6 +233,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	api.MarkReady()
 	ok = true
 	slog.Info("API server ready", "url", s.URL, "kubeconfig", s.Kubeconfig)
+	if !cfg.DisableScheduler {
+		if err := s.startScheduler(ctx, cfg, port); err != nil {
+			cancel()
+			s.shutdown()
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
+	}
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {
 			cancel()
@@ -230,38 +254,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// startSimNodes runs the simulated nodes as a client of the listener, as
-// any other component: protobuf, no client-side rate limit.
-func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error {
-	host := cfg.BindAddress
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	client, err := kubernetes.NewForConfig(&rest.Config{
-		Host: "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData: s.PKI.CAPEM, CertData: s.PKI.AdminCertPEM, KeyData: s.PKI.AdminKeyPEM,
-		},
-		ContentConfig: rest.ContentConfig{
-			ContentType:        "application/vnd.kubernetes.protobuf",
-			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
-		},
-		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),
-		UserAgent:   "rudder-simnode",
-	})
-	if err != nil {
-		return err
-	}
-	// Three zones, as a cluster usually spans: topology spreading has
-	// something to spread over.
-	fleet, err := simnode.New(simnode.Config{Client: client, Count: cfg.SimulatedNodes, Zones: 3})
-	if err != nil {
-		return err
-	}
-	s.SimNodes = fleet
-	return fleet.Start(ctx)
-}
-
 // shutdown stops accepting requests, gives running ones a moment, ends
 // watches, then stops etcd so its files are closed cleanly.
 func (s *Server) shutdown() {
@@ -270,6 +262,7 @@ func (s *Server) shutdown() {
 	if s.SimNodes != nil {
 		s.SimNodes.Stop()
 	}
+	s.components.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.http.Shutdown(sctx); err != nil {

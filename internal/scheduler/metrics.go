@@ -1,0 +1,67 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names follow kube-scheduler's, so dashboards carry over.
+var (
+	scheduleAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scheduler_schedule_attempts_total",
+		Help: "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+	}, []string{"result", "profile"})
+	attemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scheduler_scheduling_attempt_duration_seconds",
+		Help:    "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 2, 22),
+	}, []string{"result", "profile"})
+	e2eDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scheduler_pod_scheduling_sli_duration_seconds",
+		Help:    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is bound.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 20),
+	}, []string{"attempts"})
+	pendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scheduler_pending_pods",
+		Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' means pods held by PreEnqueue plugins.",
+	}, []string{"queue"})
+	pluginDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scheduler_framework_extension_point_duration_seconds",
+		Help:    "Latency for running all plugins of a specific extension point.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 2, 18),
+	}, []string{"extension_point", "status", "profile"})
+)
+
+// Collectors returns the scheduler's metrics for a registry.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{scheduleAttempts, attemptDuration, e2eDuration, pendingPods, pluginDuration}
+}
+
+// profileMetrics holds a profile's metric children, resolved once so the
+// hot path does no label lookups.
+type profileMetrics struct {
+	scheduled, unschedulable, errored                       prometheus.Counter
+	durScheduled, durUnschedulable, durError                prometheus.Observer
+	preFilter, filter, preScore, score, bind, postFilterDur prometheus.Observer
+}
+
+func newProfileMetrics(profile string) *profileMetrics {
+	point := func(p string) prometheus.Observer { return pluginDuration.WithLabelValues(p, "Success", profile) }
+	return &profileMetrics{
+		scheduled:        scheduleAttempts.WithLabelValues("scheduled", profile),
+		unschedulable:    scheduleAttempts.WithLabelValues("unschedulable", profile),
+		errored:          scheduleAttempts.WithLabelValues("error", profile),
+		durScheduled:     attemptDuration.WithLabelValues("scheduled", profile),
+		durUnschedulable: attemptDuration.WithLabelValues("unschedulable", profile),
+		durError:         attemptDuration.WithLabelValues("error", profile),
+		preFilter:        point("PreFilter"),
+		filter:           point("Filter"),
+		preScore:         point("PreScore"),
+		score:            point("Score"),
+		bind:             point("Bind"),
+		postFilterDur:    point("PostFilter"),
+	}
+}
+
+func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }

@@ -1,0 +1,452 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/rudder-dev/rudder/internal/scheduler/framework"
+)
+
+// Upstream's bounds on how many feasible nodes a cycle looks for before
+// it stops filtering and scores what it found.
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+)
+
+// errNoNodes is the reason when the cluster has no nodes at all.
+var errNoNodes = errors.New("no nodes available to schedule pods")
+
+// FitError says why no node fits a pod; its Error() is the message users
+// see in FailedScheduling events and the PodScheduled condition, in
+// upstream's format.
+type FitError struct {
+	Pod         *corev1.Pod
+	NumAllNodes int
+	Diagnosis   Diagnosis
+}
+
+// Diagnosis collects the rejections of one cycle.
+type Diagnosis struct {
+	NodeToStatus framework.NodeToStatus
+	// AbsentStatus is the status of nodes not examined because PreFilter
+	// narrowed the search.
+	AbsentStatus         *framework.Status
+	UnschedulablePlugins sets.Set[string]
+	PendingPlugins       sets.Set[string]
+	PreFilterMsg         string
+	PostFilterMsg        string
+}
+
+// Error renders "0/N nodes are available: <count> <reason>, .... <postfilter>."
+// with reasons counted over nodes and sorted, as upstream.
+func (f *FitError) Error() string {
+	msg := fmt.Sprintf("0/%d nodes are available:", f.NumAllNodes)
+	if f.Diagnosis.PreFilterMsg != "" {
+		msg += " " + f.Diagnosis.PreFilterMsg + "."
+	} else {
+		counts := map[string]int{}
+		for _, s := range f.Diagnosis.NodeToStatus {
+			for _, r := range s.Reasons() {
+				counts[r]++
+			}
+		}
+		if f.Diagnosis.AbsentStatus != nil {
+			if absent := f.NumAllNodes - len(f.Diagnosis.NodeToStatus); absent > 0 {
+				for _, r := range f.Diagnosis.AbsentStatus.Reasons() {
+					counts[r] += absent
+				}
+			}
+		}
+		reasons := make([]string, 0, len(counts))
+		for r, n := range counts {
+			reasons = append(reasons, strconv.Itoa(n)+" "+r)
+		}
+		sort.Strings(reasons)
+		if len(reasons) > 0 {
+			msg += " " + strings.Join(reasons, ", ") + "."
+		}
+	}
+	if f.Diagnosis.PostFilterMsg != "" {
+		msg += " " + f.Diagnosis.PostFilterMsg
+	}
+	return msg
+}
+
+// scheduleResult is where a cycle put a pod.
+type scheduleResult struct {
+	node      string
+	evaluated int
+	feasible  int
+}
+
+// scheduleOne pops one pod and runs its scheduling cycle; binding runs in
+// its own goroutine so the next cycle starts at once.
+func (s *Scheduler) scheduleOne(ctx context.Context) error {
+	qpi, err := s.queue.Pop(ctx)
+	if err != nil {
+		return err
+	}
+	pod := qpi.Pod
+	prof := s.profileFor(pod)
+	if prof == nil || s.skipPod(pod) {
+		s.queue.Done(pod.UID)
+		return nil
+	}
+	start := s.clock.Now()
+	cycle := s.queue.SchedulingCycle()
+	state := framework.NewCycleState()
+	res, err := s.schedulePod(ctx, prof, state, pod)
+	if err != nil {
+		s.handleFailure(ctx, prof, state, qpi, err, cycle, start)
+		return nil
+	}
+	// Assume: the cache accounts the pod on the node now, so the next
+	// cycle sees it without waiting for the bind to come back.
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = res.node
+	api := framework.NewPodInfo(assumed)
+	if err := s.cache.AssumePod(api); err != nil {
+		s.handleFailure(ctx, prof, state, qpi, err, cycle, start)
+		return nil
+	}
+	if st := prof.runReserve(ctx, state, assumed, res.node); !st.IsSuccess() {
+		prof.runUnreserve(ctx, state, assumed, res.node)
+		s.forget(assumed)
+		s.handleFailure(ctx, prof, state, qpi, statusError(st), cycle, start)
+		return nil
+	}
+	if st := prof.runPermit(ctx, state, assumed, res.node); !st.IsSuccess() && st.Code() != framework.Wait {
+		prof.runUnreserve(ctx, state, assumed, res.node)
+		s.forget(assumed)
+		s.handleFailure(ctx, prof, state, qpi, statusError(st), cycle, start)
+		return nil
+	}
+	// A nominated pod that found a place no longer holds its nomination.
+	if pod.Status.NominatedNodeName != "" {
+		s.queue.DeleteNominatedPodIfExists(pod)
+	}
+	s.binding.Add(1)
+	go func() {
+		defer s.binding.Done()
+		s.bindingCycle(ctx, prof, state, qpi, assumed, res.node, start, cycle)
+	}()
+	return nil
+}
+
+// bindingCycle waits for Permit, runs PreBind/Bind/PostBind and, on
+// failure, undoes the assumption and requeues the pod.
+func (s *Scheduler) bindingCycle(ctx context.Context, prof *Profile, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *corev1.Pod, node string, start time.Time, cycle int64) {
+	fail := func(st *framework.Status) {
+		prof.runUnreserve(ctx, state, assumed, node)
+		s.forget(assumed)
+		// The freed room may let other pods in.
+		s.queue.MoveAllToActiveOrBackoffQueue(ctx, framework.ClusterEvent{Resource: framework.AssignedPodResource, ActionType: framework.Delete, Label: "AssignedPodDelete"}, assumed, nil)
+		s.handleFailure(ctx, prof, state, qpi, statusError(st), cycle, start)
+	}
+	if st := prof.waiting.wait(assumed.UID); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	if st := prof.runPreBind(ctx, state, assumed, node); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	bindStart := s.clock.Now()
+	if st := prof.runBind(ctx, state, assumed, node); !st.IsSuccess() {
+		fail(st)
+		return
+	}
+	since(prof.metrics.bind, bindStart)
+	s.cache.FinishBinding(assumed)
+	s.queue.Done(assumed.UID)
+	prof.metrics.scheduled.Inc()
+	since(prof.metrics.durScheduled, start)
+	if qpi.InitialAttemptTimestamp != nil {
+		e2eDuration.WithLabelValues(attemptsLabel(qpi.Attempts)).Observe(s.clock.Since(*qpi.InitialAttemptTimestamp).Seconds())
+	}
+	if s.recordEvents {
+		prof.handle.recorder.Eventf(assumed, nil, corev1.EventTypeNormal, "Scheduled", "Binding",
+			"Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, node)
+	}
+	prof.runPostBind(ctx, state, assumed, node)
+}
+
+func attemptsLabel(n int) string {
+	if n >= 15 {
+		return "15+"
+	}
+	return strconv.Itoa(n)
+}
+
+func (s *Scheduler) forget(pod *corev1.Pod) {
+	if err := s.cache.ForgetPod(pod); err != nil {
+		s.log.Error("forgetting assumed pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+func statusError(st *framework.Status) error {
+	if st.IsRejected() {
+		return &statusErr{st}
+	}
+	return st.AsError()
+}
+
+// statusErr carries a rejecting status (from Reserve, Permit, PreBind)
+// so the failure handler can record its plugin.
+type statusErr struct{ st *framework.Status }
+
+func (e *statusErr) Error() string { return e.st.Message() }
+
+// schedulePod runs the algorithm: filter, then score, then pick.
+func (s *Scheduler) schedulePod(ctx context.Context, prof *Profile, state *framework.CycleState, pod *corev1.Pod) (scheduleResult, error) {
+	if err := s.cache.UpdateSnapshot(s.snapshot); err != nil {
+		return scheduleResult{}, err
+	}
+	all := s.snapshot.List()
+	if len(all) == 0 {
+		return scheduleResult{}, errNoNodes
+	}
+	feasible, diag, err := s.findFeasible(ctx, prof, state, pod, all)
+	if err != nil {
+		return scheduleResult{}, err
+	}
+	if len(feasible) == 0 {
+		return scheduleResult{}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
+	}
+	evaluated := len(feasible) + len(diag.NodeToStatus)
+	if len(feasible) == 1 {
+		return scheduleResult{node: feasible[0].Name(), evaluated: evaluated, feasible: 1}, nil
+	}
+	t := s.clock.Now()
+	if st := prof.runPreScore(ctx, state, pod, feasible); !st.IsSuccess() {
+		return scheduleResult{}, st.AsError()
+	}
+	since(prof.metrics.preScore, t)
+	t = s.clock.Now()
+	scores, st := prof.runScore(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return scheduleResult{}, st.AsError()
+	}
+	since(prof.metrics.score, t)
+	return scheduleResult{node: s.selectHost(scores), evaluated: evaluated, feasible: len(feasible)}, nil
+}
+
+// selectHost picks the highest total score; ties are broken uniformly at
+// random (reservoir sampling), as upstream, so equal nodes share load.
+func (s *Scheduler) selectHost(scores []framework.NodeScore) string {
+	best := scores[0]
+	ties := 1
+	for _, ns := range scores[1:] {
+		switch {
+		case ns.Score > best.Score:
+			best, ties = ns, 1
+		case ns.Score == best.Score:
+			ties++
+			if s.rand.IntN(ties) == 0 {
+				best = ns
+			}
+		}
+	}
+	return best.Name
+}
+
+// numFeasibleNodesToFind is upstream's adaptive percentage: all nodes
+// below 100, else 50% minus 1% per 125 nodes (at least 5%), at least 100.
+func numFeasibleNodesToFind(percentage int32, numAll int) int {
+	if numAll < minFeasibleNodesToFind {
+		return numAll
+	}
+	p := int(percentage)
+	if p <= 0 {
+		p = 50 - numAll/125
+		if p < minFeasibleNodesPercentageToFind {
+			p = minFeasibleNodesPercentageToFind
+		}
+	}
+	n := numAll * p / 100
+	if n < minFeasibleNodesToFind {
+		return minFeasibleNodesToFind
+	}
+	return n
+}
+
+// findFeasible runs PreFilter then Filter over nodes starting at a
+// rotating offset until enough feasible nodes are found.
+func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *framework.CycleState, pod *corev1.Pod, all []*framework.NodeInfo) ([]*framework.NodeInfo, Diagnosis, error) {
+	diag := Diagnosis{NodeToStatus: framework.NodeToStatus{}, UnschedulablePlugins: sets.New[string](), PendingPlugins: sets.New[string]()}
+	t := s.clock.Now()
+	pre, st := prof.runPreFilter(ctx, state, pod, all)
+	since(prof.metrics.preFilter, t)
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return nil, diag, st.AsError()
+		}
+		diag.PreFilterMsg = st.Message()
+		if st.Code() == framework.Pending {
+			diag.PendingPlugins.Insert(st.Plugin())
+		} else {
+			diag.UnschedulablePlugins.Insert(st.Plugin())
+		}
+		for _, n := range all {
+			diag.NodeToStatus[n.Name()] = st
+		}
+		return nil, diag, nil
+	}
+	// A nominated node (after preemption) is tried first, alone.
+	if nn := pod.Status.NominatedNodeName; nn != "" {
+		if ni, err := s.snapshot.Get(nn); err == nil && (pre == nil || pre.NodeNames.Has(nn)) {
+			if st := prof.filterWithNominated(ctx, state, pod, ni); st.IsSuccess() {
+				return []*framework.NodeInfo{ni}, diag, nil
+			}
+		}
+	}
+	nodes := all
+	if pre != nil && pre.NodeNames != nil {
+		nodes = make([]*framework.NodeInfo, 0, pre.NodeNames.Len())
+		for name := range pre.NodeNames {
+			if ni, err := s.snapshot.Get(name); err == nil {
+				nodes = append(nodes, ni)
+			}
+		}
+		diag.AbsentStatus = framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) PreFilter result")
+	}
+	if len(prof.filter) == 0 {
+		return nodes, diag, nil
+	}
+	want := numFeasibleNodesToFind(prof.PercentageOfNodesToScore, len(nodes))
+	feasible := make([]*framework.NodeInfo, want)
+	statuses := make([]*framework.Status, len(nodes))
+	var found, processed atomic.Int64
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := int(s.nextStartNodeIndex % uint64(len(nodes)))
+	hasNominated := s.queue.HasNominatedPods()
+	t = s.clock.Now()
+	prof.handle.parallel.Until(fctx, len(nodes), func(i int) {
+		idx := (start + i) % len(nodes)
+		ni := nodes[idx]
+		var st *framework.Status
+		if hasNominated {
+			st = prof.filterWithNominated(fctx, state, pod, ni)
+		} else {
+			st = prof.runFilters(fctx, state, pod, ni)
+		}
+		processed.Add(1)
+		if st.IsSuccess() {
+			k := found.Add(1)
+			if k > int64(want) {
+				cancel()
+				return
+			}
+			feasible[k-1] = ni
+			if k == int64(want) {
+				cancel()
+			}
+			return
+		}
+		statuses[idx] = st
+	})
+	since(prof.metrics.filter, t)
+	n := min(int(found.Load()), want)
+	feasible = feasible[:n]
+	s.nextStartNodeIndex += uint64(processed.Load())
+	var firstErr *framework.Status
+	for i, st := range statuses {
+		if st == nil {
+			continue
+		}
+		if !st.IsRejected() {
+			firstErr = st
+			continue
+		}
+		diag.NodeToStatus[nodes[i].Name()] = st
+		if st.Code() == framework.Pending {
+			diag.PendingPlugins.Insert(st.Plugin())
+		} else {
+			diag.UnschedulablePlugins.Insert(st.Plugin())
+		}
+	}
+	if firstErr != nil && len(feasible) == 0 {
+		return nil, diag, firstErr.AsError()
+	}
+	return feasible, diag, nil
+}
+
+// handleFailure runs PostFilter (preemption) for unschedulable pods,
+// requeues the pod, and tells the user why: a FailedScheduling event and
+// the PodScheduled=False condition.
+func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *framework.CycleState, qpi *framework.QueuedPodInfo, err error, cycle int64, start time.Time) {
+	pod := qpi.Pod
+	reason := corev1.PodReasonSchedulerError
+	nominated := ""
+	var fitErr *FitError
+	var se *statusErr
+	switch {
+	case errors.As(err, &fitErr):
+		reason = corev1.PodReasonUnschedulable
+		qpi.UnschedulablePlugins = fitErr.Diagnosis.UnschedulablePlugins
+		qpi.PendingPlugins = fitErr.Diagnosis.PendingPlugins
+		prof.metrics.unschedulable.Inc()
+		since(prof.metrics.durUnschedulable, start)
+		if len(prof.postFilter) > 0 {
+			t := s.clock.Now()
+			for _, pf := range prof.postFilter {
+				res, st := pf.PostFilter(ctx, state, pod, fitErr.Diagnosis.NodeToStatus)
+				if st.IsSuccess() && res != nil && res.NominatedNodeName != "" {
+					nominated = res.NominatedNodeName
+					break
+				}
+				if !st.IsSuccess() && st.Message() != "" {
+					fitErr.Diagnosis.PostFilterMsg = st.Message()
+				}
+			}
+			since(prof.metrics.postFilterDur, t)
+		}
+	case errors.Is(err, errNoNodes):
+		reason = corev1.PodReasonUnschedulable
+		qpi.UnschedulablePlugins = sets.New[string]()
+		prof.metrics.unschedulable.Inc()
+		since(prof.metrics.durUnschedulable, start)
+	case errors.As(err, &se):
+		reason = corev1.PodReasonUnschedulable
+		qpi.UnschedulablePlugins = sets.New(se.st.Plugin())
+		prof.metrics.unschedulable.Inc()
+		since(prof.metrics.durUnschedulable, start)
+	default:
+		qpi.UnschedulablePlugins = nil
+		prof.metrics.errored.Inc()
+		since(prof.metrics.durError, start)
+	}
+	msg := err.Error()
+	if errors.Is(err, errNoNodes) {
+		msg = "0/0 nodes are available: " + msg + "."
+	}
+	// Requeue unless the pod was deleted or bound meanwhile.
+	if current, ok := s.pendingPod(pod); ok {
+		qpi.PodInfo = framework.NewPodInfo(current)
+		if nominated != "" {
+			s.queue.AddNominatedPod(qpi.PodInfo, nominated)
+		}
+		if err := s.queue.AddUnschedulableIfNotPresent(ctx, qpi, cycle); err != nil {
+			s.log.Error("requeueing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+	}
+	s.queue.Done(pod.UID)
+	if reason == corev1.PodReasonSchedulerError {
+		s.log.Error("scheduling pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	if s.recordEvents {
+		prof.handle.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
+	}
+	s.updatePodStatus(ctx, pod, reason, msg, nominated)
+}

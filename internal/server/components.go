@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/rudder-dev/rudder/internal/scheduler"
+	"github.com/rudder-dev/rudder/internal/simnode"
+)
+
+// componentConfig is how the in-process components (scheduler,
+// controllers, simulated nodes) reach the API: over the HTTPS listener
+// like any other client, protobuf, no client-side rate limit.
+func (s *Server) componentConfig(cfg Config, port int, userAgent string) *rest.Config {
+	host := cfg.BindAddress
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return &rest.Config{
+		Host: "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: s.PKI.CAPEM, CertData: s.PKI.AdminCertPEM, KeyData: s.PKI.AdminKeyPEM,
+		},
+		ContentConfig: rest.ContentConfig{
+			ContentType:        "application/vnd.kubernetes.protobuf",
+			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+		},
+		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),
+		UserAgent:   userAgent,
+	}
+}
+
+// startScheduler runs the scheduler until ctx ends.
+func (s *Server) startScheduler(ctx context.Context, cfg Config, port int) error {
+	client, err := kubernetes.NewForConfig(s.componentConfig(cfg, port, "rudder-scheduler"))
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(ctx, scheduler.Config{Client: client})
+	if err != nil {
+		return err
+	}
+	s.spawn(func() {
+		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
+			slog.Error("scheduler stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// startSimNodes runs the simulated nodes.
+func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error {
+	client, err := kubernetes.NewForConfig(s.componentConfig(cfg, port, "rudder-simnode"))
+	if err != nil {
+		return err
+	}
+	// Three zones, as a cluster usually spans: topology spreading has
+	// something to spread over.
+	fleet, err := simnode.New(simnode.Config{Client: client, Count: cfg.SimulatedNodes, Zones: 3})
+	if err != nil {
+		return err
+	}
+	s.SimNodes = fleet
+	return fleet.Start(ctx)
+}
