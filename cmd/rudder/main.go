@@ -32,7 +32,7 @@ func main() {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
 		return nil
 	}
-	root.AddCommand(serverCommand(), schedulerCommand(), simnodesCommand(), benchCommand(), versionCommand())
+	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -45,5 +45,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
+	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the in-process scheduler (to run another one against this API server)")
+	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")
 	return cmd
 }

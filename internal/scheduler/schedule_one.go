@@ -171,6 +171,9 @@ func (s *Scheduler) bindingCycle(ctx context.Context, prof *Profile, state *fram
 	s.queue.Done(assumed.UID)
 	prof.metrics.scheduled.Inc()
 	since(prof.metrics.durScheduled, start)
+	if s.onAttempt != nil {
+		s.onAttempt(assumed, "scheduled", s.clock.Since(start))
+	}
 	if qpi.InitialAttemptTimestamp != nil {
 		e2eDuration.WithLabelValues(attemptsLabel(qpi.Attempts)).Observe(s.clock.Since(*qpi.InitialAttemptTimestamp).Seconds())
 	}
@@ -389,6 +392,7 @@ func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *fra
 	pod := qpi.Pod
 	reason := corev1.PodReasonSchedulerError
 	nominated := ""
+	clearNomination := false
 	var fitErr *FitError
 	var se *statusErr
 	switch {
@@ -405,6 +409,10 @@ func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *fra
 				if st.IsSuccess() && res != nil && res.NominatedNodeName != "" {
 					nominated = res.NominatedNodeName
 					break
+				}
+				// A result naming no node withdraws an earlier nomination.
+				if res != nil && res.NominatedNodeName == "" && pod.Status.NominatedNodeName != "" {
+					clearNomination = true
 				}
 				if !st.IsSuccess() && st.Message() != "" {
 					fitErr.Diagnosis.PostFilterMsg = st.Message()
@@ -427,6 +435,13 @@ func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *fra
 		prof.metrics.errored.Inc()
 		since(prof.metrics.durError, start)
 	}
+	if s.onAttempt != nil {
+		result := "unschedulable"
+		if reason == corev1.PodReasonSchedulerError {
+			result = "error"
+		}
+		s.onAttempt(pod, result, s.clock.Since(start))
+	}
 	msg := err.Error()
 	if errors.Is(err, errNoNodes) {
 		msg = "0/0 nodes are available: " + msg + "."
@@ -434,8 +449,11 @@ func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *fra
 	// Requeue unless the pod was deleted or bound meanwhile.
 	if current, ok := s.pendingPod(pod); ok {
 		qpi.PodInfo = framework.NewPodInfo(current)
-		if nominated != "" {
+		switch {
+		case nominated != "":
 			s.queue.AddNominatedPod(qpi.PodInfo, nominated)
+		case clearNomination:
+			s.queue.DeleteNominatedPodIfExists(current)
 		}
 		if err := s.queue.AddUnschedulableIfNotPresent(ctx, qpi, cycle); err != nil {
 			s.log.Error("requeueing pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -448,5 +466,5 @@ func (s *Scheduler) handleFailure(ctx context.Context, prof *Profile, state *fra
 	if s.recordEvents {
 		prof.handle.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
 	}
-	s.updatePodStatus(ctx, pod, reason, msg, nominated)
+	s.updatePodStatus(ctx, pod, reason, msg, nominated, clearNomination)
 }

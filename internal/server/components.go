@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers"
 	"github.com/rudder-dev/rudder/internal/scheduler"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -52,6 +54,28 @@ func (s *Server) startScheduler(ctx context.Context, cfg Config, port int) error
 		}
 	})
 	return nil
+}
+
+// startControllers runs the controller manager with the selected
+// controllers, unless none are selected.
+func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
+	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM})
+	any := false
+	for _, d := range descriptors {
+		if controller.Enabled(d.Name, cfg.Controllers, d.DisabledByDefault) {
+			any = true
+		}
+	}
+	if !any {
+		return
+	}
+	rc := s.componentConfig(cfg, port, controller.ManagerUserAgent)
+	s.spawn(func() {
+		err := controller.RunManager(ctx, controller.ManagerConfig{RestConfig: rc, Controllers: cfg.Controllers, Descriptors: descriptors})
+		if err != nil && ctx.Err() == nil {
+			slog.Error("controller manager stopped", "err", err)
+		}
+	})
 }
 
 // startSimNodes runs the simulated nodes.

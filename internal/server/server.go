@@ -240,6 +240,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("scheduler: %w", err)
 		}
 	}
+	s.startControllers(ctx, cfg, port)
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {
 			cancel()

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers"
+)
+
+func controllerManagerCommand() *cobra.Command {
+	var (
+		kubeconfig  string
+		selection   []string
+		leaderElect bool
+		rootCAFile  string
+	)
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers against any Kubernetes API server",
+		Long: `Run rudder's controllers as a drop-in replacement for kube-controller-manager:
+deployments, replica sets, garbage collection, namespace deletion, service
+accounts and the rest, each reconciling through the API server.
+
+  rudder controller-manager --kubeconfig K [--controllers '*,-podgc'] [--leader-elect]`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := clientConfig(kubeconfig, controller.ManagerUserAgent)
+			if err != nil {
+				return err
+			}
+			ca := rc.TLSClientConfig.CAData
+			if rootCAFile != "" {
+				if ca, err = os.ReadFile(rootCAFile); err != nil {
+					return err
+				}
+			} else if len(ca) == 0 && rc.TLSClientConfig.CAFile != "" {
+				if ca, err = os.ReadFile(rc.TLSClientConfig.CAFile); err != nil {
+					return err
+				}
+			}
+			return controller.RunManager(cmd.Context(), controller.ManagerConfig{
+				RestConfig:  rc,
+				Controllers: selection,
+				Descriptors: controllers.Descriptors(controllers.Config{CAPEM: ca}),
+				LeaderElect: leaderElect,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "cluster to manage (default: $KUBECONFIG, then ~/.kube/config)")
+	f.StringSliceVar(&selection, "controllers", []string{"*"}, `controllers to run: "*" for the defaults, "name" to add one, "-name" to drop one`)
+	f.BoolVar(&leaderElect, "leader-elect", false, "hold the kube-system/kube-controller-manager Lease while running, so that only one of several replicas acts")
+	f.StringVar(&rootCAFile, "root-ca-file", "", "CA published to every namespace as kube-root-ca.crt (default: the kubeconfig's CA)")
+	return cmd
+}

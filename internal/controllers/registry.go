@@ -1,0 +1,40 @@
+// Package controllers lists rudder's controllers, one package each under
+// this directory, for the controller manager (internal/controller) to
+// run. Each controller is named as upstream's kube-controller-manager
+// names it, so --controllers flags carry over.
+package controllers
+
+import (
+	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers/deployment"
+	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
+	"github.com/rudder-dev/rudder/internal/controllers/namespace"
+	"github.com/rudder-dev/rudder/internal/controllers/podgc"
+	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
+	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
+	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
+	"github.com/rudder-dev/rudder/internal/controllers/ttlafterfinished"
+)
+
+// Config carries what some controllers need from the cluster's setup.
+type Config struct {
+	// CAPEM is the cluster CA, published in every namespace as
+	// kube-root-ca.crt.
+	CAPEM []byte
+}
+
+// Descriptors returns every controller, in upstream's order. The list is
+// a literal: adding a controller means adding a line here.
+func Descriptors(cfg Config) []controller.Descriptor {
+	return []controller.Descriptor{
+		deployment.Descriptor,
+		replicaset.Descriptor,
+		replicaset.RCDescriptor,
+		garbagecollector.Descriptor,
+		namespace.Descriptor,
+		serviceaccount.Descriptor,
+		rootcacert.NewDescriptor(cfg.CAPEM),
+		podgc.Descriptor,
+		ttlafterfinished.Descriptor,
+	}
+}
