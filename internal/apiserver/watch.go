@@ -399,18 +399,18 @@ func (ev *cacheEvent) frame(media string, cs *codecs) ([]byte, error) {
 			if err == nil {
 				ev.protoFrame, err = appendProtoFrame(nil, ev.typ, env)
 			}
-			ev.frameErr = err
+			ev.protoErr = err
 		})
-		return ev.protoFrame, ev.frameErr
+		return ev.protoFrame, ev.protoErr
 	}
 	ev.jsonOnce.Do(func() {
 		data, err := ev.obj.jsonOf(cs)
 		if err == nil {
 			ev.jsonFrame = appendJSONFrame(nil, ev.typ, data)
 		}
-		ev.frameErr = err
+		ev.jsonErr = err
 	})
-	return ev.jsonFrame, ev.frameErr
+	return ev.jsonFrame, ev.jsonErr
 }
 
 // writeBookmark sends a BOOKMARK: an empty object of the kind carrying only

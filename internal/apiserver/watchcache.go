@@ -48,7 +48,7 @@ type cacheEvent struct {
 	// The event's stream frames, built on first use (see frame).
 	jsonOnce, protoOnce   sync.Once
 	jsonFrame, protoFrame []byte
-	frameErr              error
+	protoErr, jsonErr     error
 }
 
 // watchCache mirrors one resource from etcd with a single watch: the

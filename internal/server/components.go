@@ -35,6 +35,9 @@ func (s *Server) componentConfig(cfg Config, port int, userAgent string) *rest.C
 		},
 		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),
 		UserAgent:   userAgent,
+		// Deprecation warnings are for people; components would log them
+		// on every pass.
+		WarningHandler: rest.NoWarnings{},
 	}
 }
 

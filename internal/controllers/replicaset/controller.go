@@ -1,0 +1,358 @@
+package replicaset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/rudder-dev/rudder/internal/controller"
+)
+
+// BurstReplicas caps the pods one sync creates or deletes, as upstream's
+// controller does; a larger change takes several syncs, each waiting to
+// see the previous one's pods.
+const BurstReplicas = 500
+
+// Workers is the number of ReplicaSets (or RCs) synced at once, upstream's
+// --concurrent-replicaset-syncs default.
+const Workers = 5
+
+const controllerUIDIndex = controller.ControllerUIDIndex
+
+// Descriptor is the ReplicaSet controller ("replicaset" in --controllers).
+var Descriptor = controller.Descriptor{
+	Name: "replicaset",
+	New: func(ctx context.Context, cx *controller.Context) ([]controller.Runnable, error) {
+		inf := cx.Informers.Apps().V1().ReplicaSets()
+		k := &rsKind{client: cx.Client, inf: inf.Informer(), lister: inf.Lister()}
+		c, err := newController(cx, k, "replicaset", "replicaset-controller", BurstReplicas)
+		if err != nil {
+			return nil, err
+		}
+		return []controller.Runnable{c.queue}, nil
+	},
+}
+
+// RCDescriptor is the ReplicationController controller
+// ("replicationcontroller" in --controllers): the same controller over
+// the older API type.
+var RCDescriptor = controller.Descriptor{
+	Name: "replicationcontroller",
+	New: func(ctx context.Context, cx *controller.Context) ([]controller.Runnable, error) {
+		inf := cx.Informers.Core().V1().ReplicationControllers()
+		k := &rcKind{client: cx.Client, inf: inf.Informer(), lister: inf.Lister()}
+		c, err := newController(cx, k, "replicationmanager", "replication-controller", BurstReplicas)
+		if err != nil {
+			return nil, err
+		}
+		return []controller.Runnable{c.queue}, nil
+	},
+}
+
+// rsController keeps the pods of each ReplicaSet (or RC) at its
+// spec.replicas. Its state beyond the informers' caches is only the
+// expectations, so a restarted controller starts from what the API shows.
+type rsController struct {
+	name         string // event source, e.g. "replicaset-controller"
+	kind         workloadKind
+	client       kubernetes.Interface
+	pods         cache.Indexer // by controllerUIDIndex
+	expectations *controller.Expectations
+	recorder     record.EventRecorder
+	clock        clock.PassiveClock
+	log          *slog.Logger
+	burst        int
+	queue        *controller.Controller
+}
+
+func newController(cx *controller.Context, k workloadKind, queueName, component string, burst int) (*rsController, error) {
+	podInf := cx.Informers.Core().V1().Pods().Informer()
+	if err := controller.AddControllerUIDIndex(podInf); err != nil {
+		return nil, fmt.Errorf("pod index: %w", err)
+	}
+	if err := controller.AddControllerUIDIndex(k.informer()); err != nil {
+		return nil, fmt.Errorf("%s index: %w", k.gvk().Kind, err)
+	}
+	clk := clock.PassiveClock(clock.RealClock{})
+	if cx.Clock != nil {
+		clk = cx.Clock
+	}
+	log := cx.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &rsController{
+		name:         component,
+		kind:         k,
+		client:       cx.Client,
+		pods:         podInf.GetIndexer(),
+		expectations: controller.NewExpectations(clk),
+		recorder:     cx.Recorder(component),
+		clock:        clk,
+		log:          log.With("controller", queueName),
+		burst:        burst,
+	}
+	c.queue = controller.New(queueName, Workers, controller.ReconcilerFunc(c.sync))
+	c.queue.HasSynced = []cache.InformerSynced{podInf.HasSynced, k.informer().HasSynced}
+
+	if _, err := k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.queue.Enqueue,
+		UpdateFunc: c.updateOwner,
+		DeleteFunc: c.deleteOwner,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Every update is synced, not only spec changes: a sync that failed to
+// create pods is retried by the next resync even if nothing changed.
+func (c *rsController) updateOwner(old, cur interface{}) {
+	o, err1 := metaOf(old)
+	n, err2 := metaOf(cur)
+	if err1 == nil && err2 == nil && o.GetUID() != n.GetUID() {
+		// Deleted and created again between two events: the old one's
+		// expectations must go.
+		c.deleteOwner(cache.DeletedFinalStateUnknown{Key: keyOf(o), Obj: old})
+	}
+	c.queue.Enqueue(cur)
+}
+
+func (c *rsController) deleteOwner(obj interface{}) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	// A ReplicaSet created again with the same name starts clean.
+	c.expectations.DeleteExpectations(key)
+	c.queue.EnqueueKey(key)
+}
+
+// resolve returns the key of the object ref names if it is of our kind,
+// in the cache, and has ref's UID.
+func (c *rsController) resolve(namespace string, ref *metav1.OwnerReference) (*appsv1.ReplicaSet, string) {
+	if ref.Kind != c.kind.gvk().Kind {
+		return nil, ""
+	}
+	rs, _, err := c.kind.get(namespace, ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil, ""
+	}
+	return rs, namespace + "/" + rs.Name
+}
+
+func (c *rsController) addPod(obj interface{}) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// Seen first already terminating (e.g. after a restart): a
+		// deletion, never a creation we waited for.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if _, key := c.resolve(pod.Namespace, ref); key != "" {
+			c.expectations.CreationObserved(key)
+			c.queue.EnqueueKey(key)
+		}
+		return
+	}
+	// An orphan: every ReplicaSet that selects it may want to adopt it.
+	// No creation is observed; nobody created it for us.
+	for _, rs := range c.kind.selecting(pod) {
+		c.queue.EnqueueKey(keyOf(rs))
+	}
+}
+
+func (c *rsController) updatePod(old, cur interface{}) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	curPod, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
+		return // a resync: nothing changed
+	}
+	labelsChanged := !reflect.DeepEqual(oldPod.Labels, curPod.Labels)
+	if curPod.DeletionTimestamp != nil {
+		// A graceful deletion began. Count it as the deletion now (the
+		// ReplicaSet should replace the pod at once, not when its node
+		// confirms), and wake the old owner too if labels changed.
+		c.deletePod(curPod)
+		if labelsChanged {
+			c.deletePod(oldPod)
+		}
+		return
+	}
+	curRef := metav1.GetControllerOfNoCopy(curPod)
+	oldRef := metav1.GetControllerOfNoCopy(oldPod)
+	refChanged := !reflect.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if _, key := c.resolve(oldPod.Namespace, oldRef); key != "" {
+			c.queue.EnqueueKey(key)
+		}
+	}
+	if curRef != nil {
+		rs, key := c.resolve(curPod.Namespace, curRef)
+		if key == "" {
+			return
+		}
+		c.queue.EnqueueKey(key)
+		// A pod that just became ready becomes available minReadySeconds
+		// later, with no event to say so: look again then (plus a second
+		// for the API's whole-second timestamps).
+		if !isReady(oldPod) && isReady(curPod) && rs.Spec.MinReadySeconds > 0 {
+			c.queue.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if labelsChanged || refChanged {
+		for _, rs := range c.kind.selecting(curPod) {
+			c.queue.EnqueueKey(keyOf(rs))
+		}
+	}
+}
+
+func (c *rsController) deletePod(obj interface{}) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return // nobody waits for an orphan's deletion
+	}
+	if _, key := c.resolve(pod.Namespace, ref); key != "" {
+		c.expectations.DeletionObserved(key, podKey(pod))
+		c.queue.EnqueueKey(key)
+	}
+}
+
+// sync brings one ReplicaSet's pods to spec.replicas and writes its
+// status. It acts on replicas only when everything the previous sync
+// asked for has been seen, so it never creates what it is still waiting
+// to see; it always recounts the status.
+func (c *rsController) sync(ctx context.Context, key string) (controller.Result, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, nil
+	}
+	rs, orig, err := c.kind.get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.DeleteExpectations(key)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	needsSync := c.expectations.SatisfiedExpectations(key)
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		// Validation forbids this; retrying cannot help.
+		c.log.Error("invalid selector", "key", key, "err", err)
+		return controller.Result{}, nil
+	}
+
+	// Candidates: the pods rs controls plus the orphans it might adopt,
+	// from the index rather than the whole namespace.
+	var candidates []*corev1.Pod
+	for _, ik := range []string{string(rs.UID), controller.OrphanIndexKey(namespace)} {
+		objs, err := c.pods.ByIndex(controllerUIDIndex, ik)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok && p.Namespace == namespace {
+				candidates = append(candidates, p)
+			}
+		}
+	}
+	var active, terminating []*corev1.Pod
+	for _, p := range candidates {
+		switch {
+		case isActive(p):
+			active = append(active, p)
+		case isTerminating(p) && metav1.IsControlledBy(p, rs) && selector.Matches(labelsOf(p)):
+			terminating = append(terminating, p)
+		}
+	}
+	active, err = c.claimPods(ctx, rs, selector, active)
+	if err != nil {
+		return controller.Result{}, err
+	}
+
+	var manageErr error
+	if needsSync && rs.DeletionTimestamp == nil {
+		manageErr = c.manageReplicas(ctx, key, rs, orig, active)
+	}
+	st, requeue := calculateStatus(rs, active, terminating, manageErr, c.clock.Now(), c.kind.hasTerminatingReplicas())
+	if err := c.writeStatus(ctx, rs, orig, st); err != nil {
+		return controller.Result{}, err
+	}
+	// Ready pods become available with no event when minReadySeconds
+	// pass: sync again then.
+	return controller.Result{RequeueAfter: requeue}, manageErr
+}
+
+// writeStatus writes st unless nothing changed, retrying once on a fresh
+// copy (a conflict with a spec update, most often). observedGeneration is
+// the generation this sync acted on, even if the retry reads a newer one.
+func (c *rsController) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, orig runtime.Object, st appsv1.ReplicaSetStatus) error {
+	if statusCurrent(rs, st) {
+		return nil
+	}
+	st.ObservedGeneration = rs.Generation
+	_, err := c.kind.writeStatus(ctx, orig, st)
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	freshRS, fresh, gerr := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
+	if gerr != nil {
+		if apierrors.IsNotFound(gerr) {
+			return nil
+		}
+		return gerr
+	}
+	if freshRS.UID != rs.UID {
+		return nil // deleted and created again: its own sync follows
+	}
+	_, err = c.kind.writeStatus(ctx, fresh, st)
+	return err
+}
+
+func metaOf(obj interface{}) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", obj)
+	}
+	return m, nil
+}
+
+func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
+
+func keyOf(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
