@@ -148,9 +148,12 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.Object, req updateRequest) (runtime.Object, error) {
 	nm, cm := objectMeta(next), objectMeta(cur)
 	if req.subresource == "status" {
-		// A status write changes the status and nothing else.
+		// A status write changes the status and, as upstream's status
+		// strategies allow, the annotations (the deployment controller
+		// keeps its revision there); nothing else.
 		out := cur.DeepCopyObject()
 		copyStatus(out, next)
+		objectMeta(out).SetAnnotations(nm.GetAnnotations())
 		objectMeta(out).SetResourceVersion(nm.GetResourceVersion())
 		next, nm = out, objectMeta(out)
 	} else {
