@@ -15,7 +15,7 @@ func benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Run a benchmark scenario and print a table and a JSON line",
 	}
-	cmd.AddCommand(benchAPICommand(), benchStartupCommand())
+	cmd.AddCommand(benchAPICommand(), benchStartupCommand(), benchSchedulerCommand())
 	return cmd
 }
 

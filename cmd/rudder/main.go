@@ -30,6 +30,7 @@ func main() {
 			return fmt.Errorf("--log-level: %w", err)
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+		routeKlog()
 		return nil
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())

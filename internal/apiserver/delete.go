@@ -202,7 +202,13 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 func (h *resourceHandler) markDeleted(obj runtime.Object, opts *metav1.DeleteOptions) bool {
 	m := objectMeta(obj)
 	finalizers := m.GetFinalizers()
-	switch policy := propagation(opts); policy {
+	policy := propagation(opts)
+	if policy == "" && h.gr.Group == "" && h.gr.Resource == "replicationcontrollers" {
+		// Upstream's one legacy default: a bare delete of a
+		// ReplicationController orphans its pods.
+		policy = metav1.DeletePropagationOrphan
+	}
+	switch policy {
 	case metav1.DeletePropagationOrphan:
 		finalizers = addString(finalizers, metav1.FinalizerOrphanDependents)
 		finalizers = removeString(finalizers, metav1.FinalizerDeleteDependents)
@@ -214,9 +220,10 @@ func (h *resourceHandler) markDeleted(obj runtime.Object, opts *metav1.DeleteOpt
 		finalizers = removeString(finalizers, metav1.FinalizerDeleteDependents)
 	}
 	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > 0 {
-		// Already being finalized: only the propagation finalizers may change.
+		// Already being finalized: only the propagation finalizers may
+		// change, and if that leaves none, the object goes now.
 		m.SetFinalizers(finalizers)
-		return true
+		return len(finalizers) > 0 || h.gracePeriod(obj, opts) > 0 || namespacePending(obj)
 	}
 	grace := h.gracePeriod(obj, opts)
 	if len(finalizers) == 0 && grace == 0 && !namespacePending(obj) {

@@ -242,3 +242,29 @@ func TestAPIConcurrentUpdates(t *testing.T) {
 	}
 	t.Logf("%d conflicts retried", conflicts)
 }
+
+// A second delete that drops the garbage collector's finalizers lets the
+// object go at once, as upstream, instead of leaving it marked forever.
+func TestAPIDeleteDroppingPropagationFinalizer(t *testing.T) {
+	e := newAPIEnv(t, Config{Controllers: []string{"-*"}, DisableScheduler: true})
+	ctx := context.Background()
+	ns := e.namespace(t, "refinalize")
+	cms := e.cs.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphan, background := metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground
+	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cms.Get(ctx, "c", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, metav1.FinalizerOrphanDependents) {
+		t.Fatalf("after an orphan delete want the orphan finalizer, got %v, %v", got, err)
+	}
+	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "c", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("want NotFound after the background delete, got %v", err)
+	}
+}

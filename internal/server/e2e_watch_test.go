@@ -151,12 +151,21 @@ func TestWatchStartingPoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			evs := readUntil(t, w, "ADDED c")
-			if got := describeAll(evs); !slices.Equal(got, tc.want) {
-				t.Fatalf("events %v, want %v", got, tc.want)
+			got := describeAll(evs)
+			stale := false
+			if tc.rv(listRV) == "0" {
+				// "0" means any state: the cache may not have seen the
+				// update yet, and then replays it (upstream does too).
+				if i := slices.Index(got, "MODIFIED a"); i >= 0 {
+					got, stale = slices.Delete(got, i, i+1), true
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("events %v, want %v", describeAll(evs), tc.want)
 			}
 			// Initial events carry the current state; replayed ones the
 			// state at their revision. Either way a is the updated version.
-			if a := evs[0].Object.(*corev1.ConfigMap); a.Data["k"] != "updated" {
+			if a := evs[0].Object.(*corev1.ConfigMap); !stale && a.Data["k"] != "updated" {
 				t.Errorf("first event shows a with data %v, want the update", a.Data)
 			}
 			// The change made after the watch began is newer than all

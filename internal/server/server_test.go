@@ -30,6 +30,12 @@ func startTestServer(t *testing.T, cfg Config) (*Server, *rest.Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPSPort = 0
+	// These tests are about the API server: nothing else writes unless
+	// a test asks for the scheduler and controllers.
+	if cfg.Controllers == nil {
+		cfg.Controllers = []string{"-*"}
+		cfg.DisableScheduler = true
+	}
 	srv, err := Start(ctx, cfg)
 	if err != nil {
 		cancel()
