@@ -219,33 +219,19 @@ func (h *resourceHandler) markDeleted(obj runtime.Object, opts *metav1.DeleteOpt
 		finalizers = removeString(finalizers, metav1.FinalizerOrphanDependents)
 		finalizers = removeString(finalizers, metav1.FinalizerDeleteDependents)
 	}
-	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > 0 {
-		// Already being finalized: only the propagation finalizers may
-		// change, and if that leaves none, the object goes now.
-		m.SetFinalizers(finalizers)
-		return len(finalizers) > 0 || h.gracePeriod(obj, opts) > 0 || namespacePending(obj)
-	}
+	deleting := m.GetDeletionTimestamp() != nil
 	grace := h.gracePeriod(obj, opts)
 	if len(finalizers) == 0 && grace == 0 && !namespacePending(obj) {
 		return false
 	}
-	now := h.s.now()
-	if grace > 0 {
-		// A later delete may shorten the grace period, never extend it.
-		deadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
-		if old := m.GetDeletionTimestamp(); old == nil || deadline.Before(old) {
-			m.SetDeletionTimestamp(&deadline)
-			m.SetDeletionGracePeriodSeconds(&grace)
-		}
-	} else {
-		if m.GetDeletionTimestamp() == nil {
-			ts := metav1.NewTime(now)
-			m.SetDeletionTimestamp(&ts)
-		}
+	// A later delete may shorten the grace period, never extend it.
+	deadline := metav1.NewTime(h.s.now().Add(time.Duration(grace) * time.Second))
+	if old := m.GetDeletionTimestamp(); old == nil || deadline.Before(old) {
+		m.SetDeletionTimestamp(&deadline)
 		m.SetDeletionGracePeriodSeconds(&grace)
 	}
 	m.SetFinalizers(finalizers)
-	if h.res.HasGeneration {
+	if h.res.HasGeneration && !deleting {
 		m.SetGeneration(m.GetGeneration() + 1)
 	}
 	if ns, ok := obj.(*corev1.Namespace); ok {

@@ -33,7 +33,9 @@ type Reconciler interface {
 // ReconcilerFunc adapts a function.
 type ReconcilerFunc func(ctx context.Context, key string) (Result, error)
 
-func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (Result, error) { return f(ctx, key) }
+func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (Result, error) {
+	return f(ctx, key)
+}
 
 // Controller is a work queue of keys drained by workers that call one
 // Reconciler. Event handlers feed it with Enqueue.

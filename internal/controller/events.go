@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 
@@ -17,27 +16,27 @@ import (
 // client, and one recorder per component name (e.g.
 // "replicaset-controller", the Event's source.component). The
 // broadcaster's correlator aggregates and rate-limits repeated events per
-// object as upstream's does; it is shut down when ctx ends, dropping
-// events still queued.
-func newRecorders(ctx context.Context, client kubernetes.Interface, log *slog.Logger) func(component string) record.EventRecorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
+// object as upstream's does. shutdown stops it, dropping events still
+// queued; the manager calls it once every controller has returned, so a
+// sync finishing during shutdown still records its events.
+func newRecorders(client kubernetes.Interface, log *slog.Logger) (recorders func(component string) record.EventRecorder, shutdown func()) {
+	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	b.StartEventWatcher(func(e *corev1.Event) {
 		log.Debug("event", "component", e.Source.Component, "object", e.InvolvedObject.Kind+"/"+e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name,
 			"type", e.Type, "reason", e.Reason, "message", e.Message)
 	})
-	context.AfterFunc(ctx, b.Shutdown)
 
 	var mu sync.Mutex
-	recorders := map[string]record.EventRecorder{}
+	byComponent := map[string]record.EventRecorder{}
 	return func(component string) record.EventRecorder {
 		mu.Lock()
 		defer mu.Unlock()
-		r, ok := recorders[component]
+		r, ok := byComponent[component]
 		if !ok {
 			r = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-			recorders[component] = r
+			byComponent[component] = r
 		}
 		return r
-	}
+	}, b.Shutdown
 }

@@ -54,10 +54,9 @@ type ManagerConfig struct {
 	ResyncPeriod time.Duration
 	Clock        clock.WithTicker
 	Log          *slog.Logger
-
-	// restartBackoff is the first delay before a failed runnable is
-	// started again (default 1 s, doubling to 1 min); tests shorten it.
-	restartBackoff time.Duration
+	// RestartBackoff is the first delay before a failed runnable is
+	// started again (default 1 s, doubling up to 1 min).
+	RestartBackoff time.Duration
 }
 
 // ManagerUserAgent is the user agent of the manager's clients.
@@ -95,8 +94,8 @@ func (c *ManagerConfig) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	if c.restartBackoff == 0 {
-		c.restartBackoff = time.Second
+	if c.RestartBackoff == 0 {
+		c.RestartBackoff = time.Second
 	}
 }
 
@@ -124,10 +123,13 @@ func Enabled(name string, selectors []string, disabledByDefault bool) bool {
 }
 
 // RunManager builds every enabled controller, starts the shared
-// informers, waits for their caches and runs the controllers until ctx
-// ends. Each Runnable runs in its own goroutine; one that fails (returns
-// an error or panics) is logged and started again after a back-off, so
-// one broken controller never stops the others. RunManager returns nil
+// informers and runs the controllers until ctx ends. Each Runnable runs
+// in its own goroutine: a *Controller starts its workers once its own
+// HasSynced informers have synced (all of them if it names none), any
+// other Runnable once every informer has. So a resource the API server
+// does not serve stalls only the controllers that watch it. A Runnable
+// that fails (returns an error or panics) is logged and started again
+// after a back-off, so one broken controller never stops the others. RunManager returns nil
 // once ctx has ended and every Runnable has returned; it returns an error
 // when a controller cannot be built or (with LeaderElect) the lease is
 // lost.
@@ -155,10 +157,15 @@ func RunManager(ctx context.Context, cfg ManagerConfig) error {
 //
 // The event broadcaster stops when ctx ends.
 func NewContext(ctx context.Context, rc *rest.Config) (*Context, error) {
-	return newContext(ctx, rc, 12*time.Hour, clock.RealClock{}, slog.Default())
+	cx, stopEvents, err := newContext(rc, 12*time.Hour, clock.RealClock{}, slog.Default())
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, stopEvents)
+	return cx, nil
 }
 
-func newContext(ctx context.Context, rc *rest.Config, resync time.Duration, clk clock.WithTicker, log *slog.Logger) (*Context, error) {
+func newContext(rc *rest.Config, resync time.Duration, clk clock.WithTicker, log *slog.Logger) (*Context, func(), error) {
 	c := rest.CopyConfig(rc)
 	c.ContentType = "application/vnd.kubernetes.protobuf"
 	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -166,16 +173,17 @@ func newContext(ctx context.Context, rc *rest.Config, resync time.Duration, clk 
 	c.UserAgent = ManagerUserAgent
 	client, err := kubernetes.NewForConfig(c)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager: clientset: %w", err)
+		return nil, nil, fmt.Errorf("controller manager: clientset: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(c)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager: dynamic client: %w", err)
+		return nil, nil, fmt.Errorf("controller manager: dynamic client: %w", err)
 	}
 	md, err := metadata.NewForConfig(c)
 	if err != nil {
-		return nil, fmt.Errorf("controller manager: metadata client: %w", err)
+		return nil, nil, fmt.Errorf("controller manager: metadata client: %w", err)
 	}
+	recorders, stopEvents := newRecorders(client, log)
 	return &Context{
 		Client:   client,
 		Dynamic:  dyn,
@@ -185,10 +193,10 @@ func newContext(ctx context.Context, rc *rest.Config, resync time.Duration, clk 
 		// object's size.
 		Informers:         informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(dropManagedFields)),
 		MetadataInformers: metadatainformer.NewSharedInformerFactoryWithOptions(md, resync, metadatainformer.WithTransform(dropManagedFields)),
-		Recorder:          newRecorders(ctx, client, log),
+		Recorder:          recorders,
 		Clock:             clk,
 		Log:               log,
-	}, nil
+	}, stopEvents, nil
 }
 
 // Start starts both informer factories and waits until every informer
@@ -228,13 +236,17 @@ func runControllers(ctx context.Context, cfg *ManagerConfig) error {
 	// The informers and recorders live exactly as long as this run, so
 	// a manager that lost its lease leaves nothing behind.
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cx, err := newContext(ctx, cfg.RestConfig, cfg.ResyncPeriod, cfg.Clock, cfg.Log)
+	cx, stopEvents, err := newContext(cfg.RestConfig, cfg.ResyncPeriod, cfg.Clock, cfg.Log)
 	if err != nil {
+		cancel()
 		return err
 	}
+	// Deferred calls run last to first: controllers are stopped (ctx)
+	// before the events they recorded are flushed, then the informers.
 	defer cx.Informers.Shutdown()
 	defer cx.MetadataInformers.Shutdown()
+	defer stopEvents()
+	defer cancel()
 
 	type named struct {
 		name string
@@ -291,7 +303,7 @@ func runControllers(ctx context.Context, cfg *ManagerConfig) error {
 				return n.r.Run(ctx)
 			})
 		}
-		wg.Go(func() { supervise(ctx, n.name, r, cfg.restartBackoff, cfg.Clock, log) })
+		wg.Go(func() { supervise(ctx, n.name, r, cfg.RestartBackoff, cfg.Clock, log) })
 	}
 	log.Info("controllers started", "count", len(runnables))
 	<-ctx.Done()

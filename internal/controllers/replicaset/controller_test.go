@@ -133,6 +133,11 @@ func TestReplicaSet(t *testing.T) {
 		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, victim.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// The node confirmed the stop while the finalizer held the pod;
+		// finish the deletion as a force delete would.
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); ignoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
 		waitRS(t, cs, ns, "web", 10*time.Second, func(rs *appsv1.ReplicaSet) bool {
 			return settled(3)(rs) && ptr.Deref(rs.Status.TerminatingReplicas, -1) == 0
 		})

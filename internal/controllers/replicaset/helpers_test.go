@@ -277,7 +277,7 @@ func waitRS(t *testing.T, client kubernetes.Interface, ns, name string, timeout 
 		if err != nil {
 			return false, err.Error()
 		}
-		return cond(rs), fmt.Sprintf("spec.replicas %d generation %d status %+v", *rs.Spec.Replicas, rs.Generation, rs.Status)
+		return cond(rs), fmt.Sprintf("spec.replicas %d generation %d status %+v terminating %d", *rs.Spec.Replicas, rs.Generation, rs.Status, ptr.Deref(rs.Status.TerminatingReplicas, -1))
 	})
 	return rs
 }

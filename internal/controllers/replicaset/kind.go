@@ -45,9 +45,11 @@ type rsKind struct {
 	lister appslisters.ReplicaSetLister
 }
 
-func (k *rsKind) gvk() schema.GroupVersionKind         { return appsv1.SchemeGroupVersion.WithKind("ReplicaSet") }
+func (k *rsKind) gvk() schema.GroupVersionKind {
+	return appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+}
 func (k *rsKind) informer() cache.SharedIndexInformer { return k.inf }
-func (k *rsKind) hasTerminatingReplicas() bool         { return true }
+func (k *rsKind) hasTerminatingReplicas() bool        { return true }
 
 func (k *rsKind) get(namespace, name string) (*appsv1.ReplicaSet, runtime.Object, error) {
 	rs, err := k.lister.ReplicaSets(namespace).Get(name)
@@ -91,7 +93,7 @@ func (k *rcKind) gvk() schema.GroupVersionKind {
 	return corev1.SchemeGroupVersion.WithKind("ReplicationController")
 }
 func (k *rcKind) informer() cache.SharedIndexInformer { return k.inf }
-func (k *rcKind) hasTerminatingReplicas() bool         { return false }
+func (k *rcKind) hasTerminatingReplicas() bool        { return false }
 
 func (k *rcKind) get(namespace, name string) (*appsv1.ReplicaSet, runtime.Object, error) {
 	rc, err := k.lister.ReplicationControllers(namespace).Get(name)

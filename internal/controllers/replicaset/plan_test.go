@@ -217,7 +217,7 @@ func TestCalculateStatus(t *testing.T) {
 			active:   []*corev1.Pod{mkPod("a", readySince(now.Add(-time.Minute)), withLabels("app", "web", "tier", "fe")), mkPod("b"), mkPod("c", readySince(now.Add(-time.Minute)))},
 			replicas: 3, fully: 1, ready: 2, available: 2},
 		{name: "minReadySeconds holds back availability and requeues", rs: mkRS(2), minReady: 10,
-			active:   []*corev1.Pod{mkPod("a", readySince(now.Add(-4 * time.Second))), mkPod("b", readySince(now.Add(-time.Minute)))},
+			active:   []*corev1.Pod{mkPod("a", readySince(now.Add(-4*time.Second))), mkPod("b", readySince(now.Add(-time.Minute)))},
 			replicas: 2, ready: 2, available: 1, requeue: 6 * time.Second},
 		{name: "create failure sets ReplicaFailure", rs: mkRS(3), manageErr: errors.New("exceeded quota"),
 			active: []*corev1.Pod{mkPod("a")}, replicas: 1, failure: "FailedCreate"},

@@ -1,0 +1,316 @@
+package nodelifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
+)
+
+// TestStoppedNode follows one node through a failure and back: marked
+// Unknown, tainted, its pods marked not ready and evicted as their
+// tolerations say, then untainted when it returns.
+func TestStoppedNode(t *testing.T) {
+	c := startCluster(t)
+	cs := c.Client
+	ctx := context.Background()
+
+	createPod(t, cs, "plain", "sim-0")
+	createPod(t, cs, "brief", "sim-0", unreachableToleration(ptr.To[int64](2)))
+	createPod(t, cs, "forever", "sim-0", unreachableToleration(nil))
+	createPod(t, cs, "elsewhere", "sim-1")
+	waitPodsReady(t, cs, "plain", "brief", "forever", "elsewhere")
+
+	startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+
+	t.Run("running nodes stay Ready", func(t *testing.T) {
+		// The simulated nodes post status only when it changes, so for
+		// longer than the grace period only their leases show them alive.
+		never(t, grace+time.Second, func() (bool, string) {
+			for _, name := range []string{"sim-0", "sim-1", "sim-2"} {
+				n := getNode(t, cs, name)
+				if readyOf(n) != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
+					return true, fmt.Sprintf("%s: Ready=%s taints %v", name, readyOf(n), n.Spec.Taints)
+				}
+			}
+			return false, ""
+		})
+	})
+
+	stoppedAt := time.Now()
+	setStopped(t, cs, "sim-0", true)
+	var unknownAt, taintedAt time.Time
+	eventually(t, 10*time.Second, func() (bool, string) {
+		n := getNode(t, cs, "sim-0")
+		if unknownAt.IsZero() && readyOf(n) == corev1.ConditionUnknown {
+			unknownAt = time.Now()
+		}
+		if taintedAt.IsZero() && taintSet(n)[corev1.TaintNodeUnreachable+":NoExecute"] {
+			taintedAt = time.Now()
+		}
+		return !unknownAt.IsZero() && !taintedAt.IsZero(), fmt.Sprintf("Ready=%s taints %v", readyOf(n), n.Spec.Taints)
+	})
+
+	t.Run("stopped node goes Unknown after the grace period", func(t *testing.T) {
+		// The last renewal came at most one renewal interval before the stop.
+		if d := unknownAt.Sub(stoppedAt); d < grace-renewInterval || d > grace+2*time.Second {
+			t.Errorf("Unknown %v after the stop, want about %v", d, grace)
+		}
+		n := getNode(t, cs, "sim-0")
+		for _, typ := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+			c := nodeCondition(n, typ)
+			if c == nil || c.Status != corev1.ConditionUnknown || c.Reason != "NodeStatusUnknown" || c.Message != "Kubelet stopped posting node status." {
+				t.Errorf("%s = %+v", typ, c)
+			}
+		}
+	})
+
+	t.Run("unreachable taints, NoExecute and NoSchedule", func(t *testing.T) {
+		eventually(t, 5*time.Second, func() (bool, string) {
+			ts := taintSet(getNode(t, cs, "sim-0"))
+			return ts[corev1.TaintNodeUnreachable+":NoExecute"] && ts[corev1.TaintNodeUnreachable+":NoSchedule"] &&
+				!ts[corev1.TaintNodeNotReady+":NoExecute"] && len(ts) == 2, fmt.Sprint(ts)
+		})
+		for _, ta := range getNode(t, cs, "sim-0").Spec.Taints {
+			if ta.Effect == corev1.TaintEffectNoExecute && ta.TimeAdded == nil {
+				t.Errorf("%s has no timeAdded", ta.Key)
+			}
+		}
+	})
+
+	t.Run("pods on it marked not ready", func(t *testing.T) {
+		eventually(t, 5*time.Second, func() (bool, string) {
+			for _, name := range []string{"plain", "brief", "forever"} {
+				if c := podCondition(getPod(t, cs, name), corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+					return false, fmt.Sprintf("%s Ready = %+v", name, c)
+				}
+			}
+			return true, ""
+		})
+	})
+
+	t.Run("untolerating pod evicted at once", func(t *testing.T) {
+		eventually(t, 5*time.Second, func() (bool, string) {
+			p := getPod(t, cs, "plain")
+			return p.DeletionTimestamp != nil, "plain not deleted"
+		})
+		p := getPod(t, cs, "plain")
+		if c := podCondition(p, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "DeletionByTaintManager" {
+			t.Errorf("DisruptionTarget = %+v", c)
+		}
+		eventually(t, 5*time.Second, func() (bool, string) {
+			evs, err := cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range evs.Items {
+				if e.Reason == "TaintManagerEviction" && e.Message == "Marking for deletion Pod default/plain" &&
+					e.InvolvedObject.Name == "plain" && e.Source.Component == "taint-eviction-controller" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("no eviction event among %d", len(evs.Items))
+		})
+	})
+
+	t.Run("tolerationSeconds pod evicted after them", func(t *testing.T) {
+		var deletedAt time.Time
+		eventually(t, 6*time.Second, func() (bool, string) {
+			if getPod(t, cs, "brief").DeletionTimestamp != nil {
+				deletedAt = time.Now()
+				return true, ""
+			}
+			return false, "brief not deleted"
+		})
+		// The taint was seen within a poll of being added.
+		if d := deletedAt.Sub(taintedAt); d < 2*time.Second-100*time.Millisecond || d > 3500*time.Millisecond {
+			t.Errorf("deleted %v after the taint, want about 2s", d)
+		}
+	})
+
+	t.Run("pod tolerating forever stays, other nodes' pods untouched", func(t *testing.T) {
+		never(t, time.Second, func() (bool, string) {
+			if p := getPod(t, cs, "forever"); p.DeletionTimestamp != nil {
+				return true, "forever was deleted"
+			}
+			p := getPod(t, cs, "elsewhere")
+			if c := podCondition(p, corev1.PodReady); p.DeletionTimestamp != nil || c == nil || c.Status != corev1.ConditionTrue {
+				return true, fmt.Sprintf("elsewhere touched: deleting %v Ready %+v", p.DeletionTimestamp, c)
+			}
+			return false, ""
+		})
+	})
+
+	t.Run("started again: Ready, taints gone", func(t *testing.T) {
+		setStopped(t, cs, "sim-0", false)
+		eventually(t, 10*time.Second, func() (bool, string) {
+			n := getNode(t, cs, "sim-0")
+			ts := taintSet(n)
+			for _, k := range lifecycleTaints {
+				if ts[k] {
+					return false, fmt.Sprintf("Ready=%s taints %v", readyOf(n), ts)
+				}
+			}
+			return readyOf(n) == corev1.ConditionTrue, fmt.Sprintf("Ready=%s", readyOf(n))
+		})
+	})
+
+	t.Run("unschedulable taint follows spec.unschedulable", func(t *testing.T) {
+		setUnschedulable := func(v bool) {
+			patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%v}}`, v)
+			if _, err := cs.CoreV1().Nodes().Patch(ctx, "sim-2", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const key = corev1.TaintNodeUnschedulable + ":NoSchedule"
+		setUnschedulable(true)
+		eventually(t, 5*time.Second, func() (bool, string) {
+			ts := taintSet(getNode(t, cs, "sim-2"))
+			return ts[key], fmt.Sprint(ts)
+		})
+		setUnschedulable(false)
+		eventually(t, 5*time.Second, func() (bool, string) {
+			ts := taintSet(getNode(t, cs, "sim-2"))
+			return !ts[key], fmt.Sprint(ts)
+		})
+	})
+}
+
+// TestFullDisruption stops every node: the controller must take itself
+// for the one cut off and evict nothing, until a node comes back.
+func TestFullDisruption(t *testing.T) {
+	c := startCluster(t)
+	cs := c.Client
+	ctx := context.Background()
+	nodes := []string{"sim-0", "sim-1", "sim-2"}
+	for i, n := range nodes {
+		createPod(t, cs, fmt.Sprintf("p%d", i), n)
+	}
+	waitPodsReady(t, cs, "p0", "p1", "p2")
+	for _, n := range nodes {
+		setStopped(t, cs, n, true)
+	}
+	// The controller starts once no lease moves any more, so that it
+	// loses sight of all three nodes in the same pass.
+	eventually(t, 5*time.Second, func() (bool, string) {
+		for _, n := range nodes {
+			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if leaseAge(l) < 3*renewInterval {
+				return false, n + " still renewing"
+			}
+		}
+		return true, ""
+	})
+	startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+
+	eventually(t, 10*time.Second, func() (bool, string) {
+		for _, n := range nodes {
+			if r := readyOf(getNode(t, cs, n)); r != corev1.ConditionUnknown {
+				return false, n + " is " + string(r)
+			}
+		}
+		return true, ""
+	})
+
+	t.Run("nothing evicted, no NoExecute taint", func(t *testing.T) {
+		never(t, 1500*time.Millisecond, func() (bool, string) {
+			for i, n := range nodes {
+				for k := range taintSet(getNode(t, cs, n)) {
+					if strings.HasSuffix(k, ":NoExecute") {
+						return true, n + " tainted " + k
+					}
+				}
+				if p := getPod(t, cs, fmt.Sprintf("p%d", i)); p.DeletionTimestamp != nil {
+					return true, p.Name + " deleted"
+				}
+			}
+			return false, ""
+		})
+	})
+
+	t.Run("still unschedulable and not ready", func(t *testing.T) {
+		for i, n := range nodes {
+			if !taintSet(getNode(t, cs, n))[corev1.TaintNodeUnreachable+":NoSchedule"] {
+				t.Errorf("%s lacks the unreachable NoSchedule taint", n)
+			}
+			if c := podCondition(getPod(t, cs, fmt.Sprintf("p%d", i)), corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+				t.Errorf("p%d Ready = %+v", i, c)
+			}
+		}
+	})
+
+	t.Run("one node back: the others' zones are evicted", func(t *testing.T) {
+		// With zone-0 healthy again the controller is evidently not cut
+		// off, so zone-1 and zone-2, each without a Ready node, are
+		// really down.
+		setStopped(t, cs, "sim-0", false)
+		eventually(t, 10*time.Second, func() (bool, string) {
+			for _, name := range []string{"p1", "p2"} {
+				if getPod(t, cs, name).DeletionTimestamp == nil {
+					return false, name + " not deleted"
+				}
+			}
+			return true, ""
+		})
+		if p := getPod(t, cs, "p0"); p.DeletionTimestamp != nil {
+			t.Error("p0, on the node that came back, was deleted")
+		}
+	})
+}
+
+// TestRestartConverges: a controller started over picks up where the
+// last one left, from the API alone.
+func TestRestartConverges(t *testing.T) {
+	c := startCluster(t)
+	cs := c.Client
+	createPod(t, cs, "waits", "sim-1", unreachableToleration(ptr.To[int64](3)))
+	waitPodsReady(t, cs, "waits")
+	stop := startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+
+	setStopped(t, cs, "sim-1", true)
+	var taintedAt time.Time
+	eventually(t, 10*time.Second, func() (bool, string) {
+		ts := taintSet(getNode(t, cs, "sim-1"))
+		taintedAt = time.Now()
+		return ts[corev1.TaintNodeUnreachable+":NoExecute"], fmt.Sprint(ts)
+	})
+	stop()
+
+	t.Run("pending eviction survives a restart", func(t *testing.T) {
+		time.Sleep(time.Second)
+		startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+		var deletedAt time.Time
+		eventually(t, 6*time.Second, func() (bool, string) {
+			deletedAt = time.Now()
+			return getPod(t, cs, "waits").DeletionTimestamp != nil, "not deleted"
+		})
+		// Counted from the taint's timeAdded (stored to the second), not
+		// from the restart.
+		if d := deletedAt.Sub(taintedAt); d < 2*time.Second || d > 4500*time.Millisecond {
+			t.Errorf("deleted %v after the taint, want 2-4 s", d)
+		}
+		n := getNode(t, cs, "sim-1")
+		if readyOf(n) != corev1.ConditionUnknown || !taintSet(n)[corev1.TaintNodeUnreachable+":NoExecute"] {
+			t.Errorf("restart lost the node's state: Ready=%s taints %v", readyOf(n), n.Spec.Taints)
+		}
+	})
+}
+
+func leaseAge(l *coordinationv1.Lease) time.Duration {
+	if l.Spec.RenewTime == nil {
+		return time.Hour
+	}
+	return time.Since(l.Spec.RenewTime.Time)
+}
