@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -57,8 +56,7 @@ multiPoint, score weights, plugin arguments, percentageOfNodesToScore.`,
 			if !leaderElect {
 				return run(ctx)
 			}
-			host, _ := os.Hostname()
-			return leaderelect.Run(ctx, leaderelect.Config{Client: client, Namespace: "kube-system", Name: "kube-scheduler", Identity: host}, run)
+			return leaderelect.Run(ctx, leaderelect.Config{RestConfig: rc, Namespace: "kube-system", Name: "kube-scheduler"}, run)
 		},
 	}
 	f := cmd.Flags()

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
+
+	"github.com/rudder-dev/rudder/internal/leaderelect"
 )
 
 // ManagerConfig configures RunManager. Zero values take the defaults
@@ -359,110 +359,11 @@ func runRecovered(ctx context.Context, r Runnable) (err error) {
 // LeaseDuration) only after run has returned, so two managers never act
 // at once.
 func runElected(ctx context.Context, cfg *ManagerConfig, run func(context.Context) error) error {
-	log := cfg.Log.With("component", "controller-manager", "identity", cfg.Identity)
-	// The lock's client gives up on a request after half the renew
-	// deadline, as upstream's does, so one hung request cannot outlast
-	// the lease.
-	lc := rest.CopyConfig(cfg.RestConfig)
-	lc.ContentType = "application/vnd.kubernetes.protobuf"
-	lc.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	lc.UserAgent = ManagerUserAgent + "/leader-election"
-	lc.Timeout = cfg.RenewDeadline / 2
-	client, err := kubernetes.NewForConfig(lc)
-	if err != nil {
-		return fmt.Errorf("leader election client: %w", err)
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
-
-	// The elector runs on its own context, ended by us once the
-	// controllers have stopped; ReleaseOnCancel then clears the lease.
-	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElect()
-
-	var (
-		mu       sync.Mutex
-		stopping bool
-		running  sync.WaitGroup
-	)
-	runDone := make(chan error, 1)
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            cfg.LeaseNamespace + "/" + cfg.LeaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) {
-				mu.Lock()
-				if stopping {
-					mu.Unlock()
-					return
-				}
-				running.Add(1)
-				mu.Unlock()
-				defer running.Done()
-				log.Info("leading: starting controllers", "lease", cfg.LeaseNamespace+"/"+cfg.LeaseName)
-				// Controllers stop when either the caller's ctx ends or
-				// the lease is lost (leadCtx ends).
-				runCtx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				stop := context.AfterFunc(leadCtx, cancel)
-				defer stop()
-				runDone <- run(runCtx)
-			},
-			OnStoppedLeading: func() {},
-			OnNewLeader: func(id string) {
-				if id != cfg.Identity {
-					log.Info("lease held by another manager", "leader", id)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	electDone := make(chan struct{})
-	go func() {
-		defer close(electDone)
-		le.Run(electCtx)
-	}()
-
-	// shutdown waits for the controllers to stop, then releases the lease.
-	shutdown := func() {
-		mu.Lock()
-		stopping = true
-		mu.Unlock()
-		running.Wait()
-		stopElect()
-		<-electDone
-	}
-	select {
-	case <-ctx.Done():
-		shutdown()
-		return nil
-	case err := <-runDone:
-		shutdown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("leader election lost: lease %s/%s", cfg.LeaseNamespace, cfg.LeaseName)
-	case <-electDone:
-		// The elector gave up (lease lost) while the controllers may
-		// still be stopping.
-		shutdown()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("leader election lost: lease %s/%s", cfg.LeaseNamespace, cfg.LeaseName)
-	}
+	return leaderelect.Run(ctx, leaderelect.Config{
+		RestConfig: cfg.RestConfig, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Log: cfg.Log.With("component", "controller-manager"),
+	}, run)
 }
 
 // ControllerUIDIndex names the index AddControllerUIDIndex installs:

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
@@ -302,17 +303,23 @@ func TestLeaderElectionLost(t *testing.T) {
 		t.Fatal("controllers did not start")
 	}
 	leases := c.Client.CoordinationV1().Leases(metav1.NamespaceSystem)
-	l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+	// The victim renews every 200 ms: steal on a fresh copy until a write
+	// wins.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec = coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("thief"),
+			LeaseDurationSeconds: ptr.To(int32(3600)),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+		}
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	l.Spec = coordinationv1.LeaseSpec{
-		HolderIdentity:       ptr.To("thief"),
-		LeaseDurationSeconds: ptr.To(int32(3600)),
-		AcquireTime:          &metav1.MicroTime{Time: time.Now()},
-		RenewTime:            &metav1.MicroTime{Time: time.Now()},
-	}
-	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
