@@ -100,6 +100,8 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 		if err != nil {
 			return nil, false, err
 		}
+		// A status write stores a fresh copy: stamp the version on it.
+		nm = objectMeta(next)
 		if apiequality.Semantic.DeepEqual(next, cur) {
 			return cur, false, nil // nothing changed: no write, no new resourceVersion
 		}

@@ -171,10 +171,14 @@ func TestAPIRESTSemantics(t *testing.T) {
 		// A spec written through /status is dropped.
 		d.Spec.Replicas = new(int32(9))
 		d.Status.Replicas = 2
-		if _, err = dc.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		written, err := dc.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := dc.Get(ctx, "split", metav1.GetOptions{})
+		if err == nil && written.ResourceVersion != got.ResourceVersion {
+			t.Errorf("status write answered resourceVersion %s, stored %s", written.ResourceVersion, got.ResourceVersion)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -249,6 +249,9 @@ func TestCoreTables(t *testing.T) {
 				t.Errorf("first column is %q", r.Table.Columns[0].Name)
 			}
 			objs := cases[r.Resource]
+			if len(objs) == 0 && coreMoreTable(r.Resource) {
+				t.Skip("rendered by TestCoreMoreTables")
+			}
 			if len(objs) == 0 {
 				t.Fatalf("no table cases")
 			}

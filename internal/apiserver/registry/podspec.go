@@ -142,9 +142,10 @@ func defaultHTTPGet(h *corev1.HTTPGetAction) {
 // does, so that "0.1m" CPU is stored as "1m" rather than rejected later.
 func defaultResourceList(list corev1.ResourceList) {
 	for name, q := range list {
-		if q.RoundUp(-3) {
-			list[name] = q
-		}
+		// RoundUp reports false when it had to round; either way q now
+		// holds the rounded value, in whole milli-units as upstream stores.
+		q.RoundUp(-3)
+		list[name] = q
 	}
 }
 

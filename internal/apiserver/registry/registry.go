@@ -12,7 +12,12 @@ func All() []*Resource {
 		coordinationResources(),
 		discoveryResources(),
 		eventsResources(),
+		networkingResources(),
+		policyResources(),
 		rbacResources(),
+		storageResources(),
+		schedulingResources(),
+		nodeResources(),
 	} {
 		all = append(all, group...)
 	}
