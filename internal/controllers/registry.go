@@ -9,6 +9,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
+	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
@@ -32,6 +33,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		replicaset.RCDescriptor,
 		garbagecollector.Descriptor,
 		namespace.Descriptor,
+		nodelifecycle.Descriptor,
+		nodelifecycle.TaintEvictionDescriptor,
 		serviceaccount.Descriptor,
 		rootcacert.NewDescriptor(cfg.CAPEM),
 		podgc.Descriptor,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/pki"
 	"github.com/rudder-dev/rudder/internal/simnode"
@@ -308,6 +309,9 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 	}
 	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
 	objs = append(objs, svc)
+	for _, pc := range registry.SystemPriorityClasses() {
+		objs = append(objs, pc)
+	}
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

@@ -170,12 +170,9 @@ func checkPDBs(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	}
 
 	created.Status.DisruptionsAllowed, created.Status.ExpectedPods = 1, 3
-	if _, err := pdbs.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Read back rather than use UpdateStatus's answer: the server's reply
-	// to a status write still carries the previous resourceVersion.
-	withStatus, err := pdbs.Get(ctx, "web", metav1.GetOptions{})
+	// The answer to a status write carries the new resourceVersion, so a
+	// controller can write the spec next without a conflict.
+	withStatus, err := pdbs.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +271,8 @@ func checkStorage(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	va.Status.Attached = true
-	if _, err = vas.UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if va, err = vas.Get(ctx, va.Name, metav1.GetOptions{}); err != nil || !va.Status.Attached {
-		t.Fatalf("after status update: %+v %v", va, err)
+	if va, err = vas.UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil || !va.Status.Attached {
+		t.Fatalf("status update: %+v %v", va, err)
 	}
 	va.Spec.NodeName = "node-2"
 	_, err = vas.Update(ctx, va, metav1.UpdateOptions{})

@@ -1,14 +1,14 @@
 // Package endpoints is the Endpoints controller: for every Service with
 // a selector it keeps a core/v1 Endpoints object of the same name listing
-// the pods the selector matches, as kube-controller-manager's "endpoints"
+// the pods the selector matches, as kube-controller-manager's endpoints
 // controller does. EndpointSlices (internal/controllers/endpointslice)
 // replaced Endpoints for proxies; this object remains for the clients
 // that still read it.
 //
 // # Usage
 //
-// The manager builds it from its descriptor ("endpoints" in
-// --controllers):
+// The manager builds it from its descriptor ("endpoint" in
+// --controllers, as upstream):
 //
 //	runnables, err := endpoints.Descriptor.New(ctx, cx)
 //
@@ -72,8 +72,10 @@ const Workers = 5
 // overCapacityTruncated is the over-capacity annotation's value.
 const overCapacityTruncated = "truncated"
 
-// Descriptor is the controller ("endpoints" in --controllers).
-var Descriptor = controller.Descriptor{Name: "endpoints", New: newController}
+// Descriptor is the controller. Its name is upstream's --controllers
+// alias "endpoint" (singular; upstream's canonical name is
+// "endpoints-controller").
+var Descriptor = controller.Descriptor{Name: "endpoint", New: newController}
 
 type epController struct {
 	client    kubernetes.Interface
@@ -113,8 +115,10 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.podEvent(nil, endpointslice.PodFromObject(obj)) },
-		UpdateFunc: func(old, cur interface{}) { c.podEvent(endpointslice.PodFromObject(old), endpointslice.PodFromObject(cur)) },
+		AddFunc: func(obj interface{}) { c.podEvent(nil, endpointslice.PodFromObject(obj)) },
+		UpdateFunc: func(old, cur interface{}) {
+			c.podEvent(endpointslice.PodFromObject(old), endpointslice.PodFromObject(cur))
+		},
 		DeleteFunc: func(obj interface{}) { c.podEvent(endpointslice.PodFromObject(obj), nil) },
 	}); err != nil {
 		return nil, err

@@ -130,7 +130,9 @@ func TestDesiredSubsets(t *testing.T) {
 		want: []corev1.EndpointSubset{{Addresses: addrs(func() corev1.EndpointAddress { a := addr("a", "10.0.0.1"); a.Hostname = "a0"; return a }()), Ports: ports(port("http", 8080))}},
 	}, {
 		name: "the Service's first family picks the address; pods without one are out",
-		svc:  testService(func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol} }),
+		svc: testService(func(s *corev1.Service) {
+			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+		}),
 		pods: []*corev1.Pod{
 			testPod("a", "10.0.0.1", func(p *corev1.Pod) { p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: "fd00::1"}) }),
 			testPod("b", "10.0.0.2"),

@@ -173,10 +173,10 @@ func TestDesiredEndpoints(t *testing.T) {
 		pods: []*corev1.Pod{testPod("a", "10.0.0.1", noPorts)},
 		want: map[discoveryv1.AddressType][]group{v4: {{httpPorts(7000), []discoveryv1.Endpoint{ep("a", "10.0.0.1", "n0", "z0", "rs")}}}},
 	}, {
-		name: "missing node: skipped and reported",
-		svc:  testService(),
-		pods: []*corev1.Pod{testPod("a", "10.0.0.1", onNode("gone")), testPod("b", "10.0.0.2")},
-		want: map[discoveryv1.AddressType][]group{v4: {{httpPorts(8080), []discoveryv1.Endpoint{ep("b", "10.0.0.2", "n0", "z0", "rs")}}}},
+		name:    "missing node: skipped and reported",
+		svc:     testService(),
+		pods:    []*corev1.Pod{testPod("a", "10.0.0.1", onNode("gone")), testPod("b", "10.0.0.2")},
+		want:    map[discoveryv1.AddressType][]group{v4: {{httpPorts(8080), []discoveryv1.Endpoint{ep("b", "10.0.0.2", "n0", "z0", "rs")}}}},
 		missing: []string{"a"},
 	}, {
 		name: "missing node with publishNotReadyAddresses: kept, no zone",
@@ -198,13 +198,17 @@ func TestDesiredEndpoints(t *testing.T) {
 		want: map[discoveryv1.AddressType][]group{v6: {{httpPorts(8080), nil}}},
 	}, {
 		name: "headless without ports, hostname via subdomain",
-		svc: testService(headless, func(s *corev1.Service) { s.Spec.Ports = nil }),
+		svc:  testService(headless, func(s *corev1.Service) { s.Spec.Ports = nil }),
 		pods: []*corev1.Pod{
 			testPod("a", "10.0.0.1", func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a-host", "web" }),
 			testPod("b", "10.0.0.2", func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "b-host", "other" }),
 		},
 		want: map[discoveryv1.AddressType][]group{v4: {{[]discoveryv1.EndpointPort{}, []discoveryv1.Endpoint{
-			func() discoveryv1.Endpoint { e := ep("a", "10.0.0.1", "n0", "z0", "rs"); e.Hostname = new("a-host"); return e }(),
+			func() discoveryv1.Endpoint {
+				e := ep("a", "10.0.0.1", "n0", "z0", "rs")
+				e.Hostname = new("a-host")
+				return e
+			}(),
 			ep("b", "10.0.0.2", "n0", "z0", "rs"),
 		}}}},
 	}}

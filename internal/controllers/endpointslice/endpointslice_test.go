@@ -170,7 +170,7 @@ func TestEndpointSlices(t *testing.T) {
 		createPod(t, cs, pod(ns, "a", "sim-0", 8080))
 		createPod(t, cs, pod(ns, "b", "sim-1", 9090))
 		createPod(t, cs, pod(ns, "c", "sim-2", 0)) // no port named http
-		waitView(t, cs, ns, "[http:8080] a:rs", "[http:9090] b:rs", "[] c:rs")
+		waitView(t, cs, ns, "[] c:rs", "[http:8080] a:rs", "[http:9090] b:rs")
 	})
 
 	t.Run("numeric targetPort", func(t *testing.T) {
@@ -266,33 +266,35 @@ func TestEndpointSlices(t *testing.T) {
 			t.Errorf("creating the Service: %d slices created, %d deleted; want 3, 0", created, deleted)
 		}
 
-		// Ten pods go: the slices they were in shrink, none is made or
-		// removed.
+		// Ten pods of the half-full slice go: that slice shrinks, the two
+		// full ones are not written at all, none is made or removed.
+		victim := slices.IndexFunc(initial, func(s discoveryv1.EndpointSlice) bool { return len(s.Endpoints) == 50 })
+		if victim < 0 {
+			t.Fatalf("no slice of 50 among %v", sizes(initial))
+		}
 		zero := int64(0)
-		for i := range 10 {
-			name := fmt.Sprintf("p%03d", i*25)
-			if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-				t.Fatal(err)
+		deletePods := func(eps []discoveryv1.Endpoint) {
+			t.Helper()
+			for _, ep := range eps {
+				if err := cs.CoreV1().Pods(ns).Delete(ctx, ep.TargetRef.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
+		deletePods(initial[victim].Endpoints[:10])
 		after := waitSliceSizes(t, cs, ns, 240)
 		created, updated, deleted := w.counts()
 		if created != 3 || deleted != 0 {
 			t.Errorf("after deleting 10 pods: %d slices created, %d deleted in all; want 3, 0", created, deleted)
 		}
-		if !slices.Equal(names(initial), names(after)) {
-			t.Errorf("slices %v became %v", names(initial), names(after))
-		}
-		t.Logf("250 pods: 3 slices created; deleting 10 pods: %d slice updates", updated)
+		checkWrites(t, initial, after, victim)
+		t.Logf("250 pods: 3 slices created; deleting 10 pods of one slice: %d slice updates", updated)
 
 		t.Run("a restarted controller reuses the slices", func(t *testing.T) {
 			stop()
-			// While no controller runs, 5 pods go and 2 come.
-			for i := 1; i <= 5; i++ {
-				if err := cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p%03d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			// While no controller runs, 5 pods of the same slice go and 2
+			// pods come.
+			deletePods(after[victim].Endpoints[:5])
 			createPod(t, cs, pod(ns, "q000", "sim-0", 8080))
 			createPod(t, cs, pod(ns, "q001", "sim-1", 8080))
 			waitRunning(t, cs, ns, 237)
@@ -301,8 +303,10 @@ func TestEndpointSlices(t *testing.T) {
 			if created, _, deleted := w.counts(); created != 3 || deleted != 0 {
 				t.Errorf("after the restart: %d slices created, %d deleted in all; want 3, 0", created, deleted)
 			}
-			if !slices.Equal(names(initial), names(restarted)) {
-				t.Errorf("slices %v became %v", names(initial), names(restarted))
+			// The newcomers fill the slice being written anyway.
+			checkWrites(t, after, restarted, victim)
+			if n := len(restarted[victim].Endpoints); n != 37 {
+				t.Errorf("slice %s holds %d endpoints, want 35 left + 2 new", restarted[victim].Name, n)
 			}
 		})
 	})
@@ -390,6 +394,32 @@ func waitSliceSizes(t *testing.T, cs kubernetes.Interface, ns string, total int)
 		return n == total && ready == total, fmt.Sprintf("slice sizes %v (%d ready), want %d endpoints", sizes, ready, total)
 	})
 	return items
+}
+
+// checkWrites checks that from before to after the same slices exist and
+// only the one at index written was written.
+func checkWrites(t *testing.T, before, after []discoveryv1.EndpointSlice, written int) {
+	t.Helper()
+	if !slices.Equal(names(before), names(after)) {
+		t.Fatalf("slices %v became %v", names(before), names(after))
+	}
+	for i := range before {
+		same := before[i].ResourceVersion == after[i].ResourceVersion
+		switch {
+		case i == written && same:
+			t.Errorf("slice %s not updated", before[i].Name)
+		case i != written && !same:
+			t.Errorf("slice %s (%d endpoints) rewritten though none of its endpoints changed", before[i].Name, len(before[i].Endpoints))
+		}
+	}
+}
+
+func sizes(items []discoveryv1.EndpointSlice) []int {
+	var out []int
+	for _, s := range items {
+		out = append(out, len(s.Endpoints))
+	}
+	return out
 }
 
 func names(items []discoveryv1.EndpointSlice) []string {

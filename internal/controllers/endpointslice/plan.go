@@ -110,7 +110,7 @@ func planAddressType(svc *corev1.Service, t discoveryv1.AddressType, existing []
 		}
 		s := plan.create[len(plan.create)-1]
 		plan.create = plan.create[:len(plan.create)-1]
-		s.Name, s.GenerateName, s.ResourceVersion = old.Name, "", old.ResourceVersion
+		s.Name, s.GenerateName, s.ResourceVersion = old.Name, old.GenerateName, old.ResourceVersion
 		s.Annotations = maps.Clone(old.Annotations)
 		plan.update = append(plan.update, s)
 		plan.delete = slices.Delete(plan.delete, i, i+1)

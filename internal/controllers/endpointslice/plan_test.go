@@ -106,7 +106,7 @@ func TestPlanSlices(t *testing.T) {
 	}, {
 		name: "new endpoints top up slices written anyway, fullest first",
 		existing: []*discoveryv1.EndpointSlice{
-			existingSlice("web-a", http, all[:60]...),      // loses 10: 50 left
+			existingSlice("web-a", http, all[:60]...),     // loses 10: 50 left
 			existingSlice("web-b", http, all[100:200]...), // loses 5: 95 left
 		},
 		want: wantV4(http, concat(all[10:60], all[105:200], all[200:220])),
@@ -136,14 +136,14 @@ func TestPlanSlices(t *testing.T) {
 		want:     wantV4(http, all[:5]),
 		plan:     []string{"update web-b ports=1 2 [p003..p004]"},
 	}, {
-		name:     "small max: slices of max",
-		want:     wantV4(http, all[:7]),
-		max:      3,
-		plan:     []string{"create web- ports=1 3 [p000..p002]", "create web- ports=1 3 [p003..p005]", "create web- ports=1 1 [p006..p006]"},
+		name: "small max: slices of max",
+		want: wantV4(http, all[:7]),
+		max:  3,
+		plan: []string{"create web- ports=1 3 [p000..p002]", "create web- ports=1 3 [p003..p005]", "create web- ports=1 1 [p006..p006]"},
 	}, {
-		name:     "no pods, no slices: a placeholder",
-		want:     desiredState{discoveryv1.AddressTypeIPv4: {}},
-		plan:     []string{"create web- ports=0 []"},
+		name: "no pods, no slices: a placeholder",
+		want: desiredState{discoveryv1.AddressTypeIPv4: {}},
+		plan: []string{"create web- ports=0 []"},
 	}, {
 		name:     "placeholder already there: nothing to write",
 		existing: []*discoveryv1.EndpointSlice{existingSlice("web-a", []discoveryv1.EndpointPort{})},
@@ -165,10 +165,14 @@ func TestPlanSlices(t *testing.T) {
 		want:     wantV4(http, all[:3]),
 		plan:     []string{"create web- ports=1 3 [p000..p002]", "delete web-old"},
 	}, {
-		name:     "address type no longer served: deleted",
-		existing: []*discoveryv1.EndpointSlice{existingSlice("web-a", http, all[:3]...), func() *discoveryv1.EndpointSlice { s := existingSlice("web-v6", http); s.AddressType = discoveryv1.AddressTypeIPv6; return s }()},
-		want:     wantV4(http, all[:3]),
-		plan:     []string{"delete web-v6"},
+		name: "address type no longer served: deleted",
+		existing: []*discoveryv1.EndpointSlice{existingSlice("web-a", http, all[:3]...), func() *discoveryv1.EndpointSlice {
+			s := existingSlice("web-v6", http)
+			s.AddressType = discoveryv1.AddressTypeIPv6
+			return s
+		}()},
+		want: wantV4(http, all[:3]),
+		plan: []string{"delete web-v6"},
 	}, {
 		name:     "Service labels changed: slices relabelled in place",
 		svc:      func() *corev1.Service { s := testService(); s.Labels = map[string]string{"team": "b"}; return s }(),

@@ -118,8 +118,8 @@ func TestTriggerTimes(t *testing.T) {
 	}{
 		{"first sync: the Service's creation", []*corev1.Pod{readyAt("a", t0.Add(time.Second))}, t0},
 		{"nothing changed: none", []*corev1.Pod{readyAt("a", t0.Add(time.Second))}, time.Time{}},
-		{"two pods changed: the earlier", []*corev1.Pod{readyAt("a", t0.Add(5 * time.Second)), readyAt("b", t0.Add(3 * time.Second))}, t0.Add(3 * time.Second)},
-		{"a pod gone only: none", []*corev1.Pod{readyAt("a", t0.Add(5 * time.Second))}, time.Time{}},
+		{"two pods changed: the earlier", []*corev1.Pod{readyAt("a", t0.Add(5*time.Second)), readyAt("b", t0.Add(3*time.Second))}, t0.Add(3 * time.Second)},
+		{"a pod gone only: none", []*corev1.Pod{readyAt("a", t0.Add(5*time.Second))}, time.Time{}},
 	}
 	for _, st := range steps {
 		if got := tt.Compute(svc, st.pods); !got.Equal(st.want) {

@@ -37,17 +37,17 @@ var testConfig = nodelifecycle.Config{
 	EvictionLimiterQPS:     50,
 }
 
-// startCluster starts a control plane and three simulated nodes (sim-0..2
-// in zone-0..2) that renew their leases every 200 ms. clustertest's own
-// nodes renew every 10 s, the kubelet's default, which a 2 s grace
-// period would take for dead.
-func startCluster(t *testing.T) *clustertest.Cluster {
+// startCluster starts a control plane and three simulated nodes, sim-0..2
+// spread round-robin over zones zone-0..zone-(zones-1), that renew their
+// leases every 200 ms. clustertest's own nodes renew every 10 s, the
+// kubelet's default, which a 2 s grace period would take for dead.
+func startCluster(t *testing.T, zones int) *clustertest.Cluster {
 	t.Helper()
 	c := clustertest.Start(t, clustertest.Options{})
 	fleet, err := simnode.New(simnode.Config{
 		Client:                c.Client,
 		Count:                 3,
-		Zones:                 3,
+		Zones:                 zones,
 		LeaseDuration:         time.Second,
 		LeaseRenewInterval:    renewInterval,
 		StatusUpdateFrequency: 500 * time.Millisecond,

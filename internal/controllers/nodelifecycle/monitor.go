@@ -136,7 +136,7 @@ func (m *monitor) pass(ctx context.Context) {
 		if !r.counted {
 			continue
 		}
-		z := zoneKey(r.node)
+		z := m.known[r.node.Name].zone
 		c := counts[z]
 		if readyStatus(r.node) == corev1.ConditionTrue {
 			c.ready++
@@ -146,7 +146,7 @@ func (m *monitor) pass(ctx context.Context) {
 		counts[z] = c
 	}
 	for _, r := range results {
-		q := &m.zones[zoneKey(r.node)].queue
+		q := &m.zone(m.known[r.node.Name].zone).queue
 		if r.action == noExecuteQueue {
 			q.add(r.node.Name)
 		} else {
@@ -169,11 +169,15 @@ func (m *monitor) syncKnown(nodes []*corev1.Node) {
 			m.known[n.Name] = mem
 			m.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Name, n.Name)
 		}
-		mem.zone = zoneKey(n)
-		_, mem.excluded = n.Labels[labelExcludeDisruption]
-		if m.zones[mem.zone] == nil {
-			m.zones[mem.zone] = &zone{state: stateInitial, lim: limiter{qps: m.cfg.EvictionLimiterQPS}}
+		if z := zoneKey(n); z != mem.zone {
+			// A relabelled node waits in its new zone's queue.
+			if old := m.zones[mem.zone]; old != nil {
+				old.queue.remove(n.Name)
+			}
+			mem.zone = z
 		}
+		_, mem.excluded = n.Labels[labelExcludeDisruption]
+		m.zone(mem.zone)
 	}
 	for name, mem := range m.known {
 		if present[name] {
@@ -186,6 +190,17 @@ func (m *monitor) syncKnown(nodes []*corev1.Node) {
 		}
 		delete(m.known, name)
 	}
+}
+
+// zone returns the memory of zone key, made on first use: a new zone
+// starts Initial, tainting at the normal rate.
+func (m *monitor) zone(key string) *zone {
+	z := m.zones[key]
+	if z == nil {
+		z = &zone{state: stateInitial, lim: limiter{qps: m.cfg.EvictionLimiterQPS}}
+		m.zones[key] = z
+	}
+	return z
 }
 
 // checkNode updates one node's health (writing Unknown conditions when
@@ -329,14 +344,14 @@ func (m *monitor) applyDisruption(ctx context.Context, counts map[string]zoneCou
 		zoneHealthGauge.WithLabelValues(k).Set(float64(100*c.ready) / float64(size))
 	}
 	for k, s := range plan.states {
-		z := m.zones[k]
+		z := m.zone(k)
 		if z.state != s && z.state != stateInitial {
 			m.log.Info("zone changed state", "zone", k, "from", z.state, "to", s)
 		}
 		z.state = s
 	}
 	for k, qps := range plan.qps {
-		m.zones[k].lim.setQPS(qps)
+		m.zone(k).lim.setQPS(qps)
 	}
 	switch {
 	case plan.enterFull:

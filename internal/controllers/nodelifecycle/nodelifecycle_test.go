@@ -20,7 +20,7 @@ import (
 // Unknown, tainted, its pods marked not ready and evicted as their
 // tolerations say, then untainted when it returns.
 func TestStoppedNode(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, 3)
 	cs := c.Client
 	ctx := context.Background()
 
@@ -62,6 +62,7 @@ func TestStoppedNode(t *testing.T) {
 
 	t.Run("stopped node goes Unknown after the grace period", func(t *testing.T) {
 		// The last renewal came at most one renewal interval before the stop.
+		t.Logf("Unknown %v after the stop, NoExecute taint %v after", unknownAt.Sub(stoppedAt).Round(time.Millisecond), taintedAt.Sub(stoppedAt).Round(time.Millisecond))
 		if d := unknownAt.Sub(stoppedAt); d < grace-renewInterval || d > grace+2*time.Second {
 			t.Errorf("Unknown %v after the stop, want about %v", d, grace)
 		}
@@ -132,6 +133,7 @@ func TestStoppedNode(t *testing.T) {
 			return false, "brief not deleted"
 		})
 		// The taint was seen within a poll of being added.
+		t.Logf("deleted %v after the taint", deletedAt.Sub(taintedAt).Round(time.Millisecond))
 		if d := deletedAt.Sub(taintedAt); d < 2*time.Second-100*time.Millisecond || d > 3500*time.Millisecond {
 			t.Errorf("deleted %v after the taint, want about 2s", d)
 		}
@@ -188,7 +190,7 @@ func TestStoppedNode(t *testing.T) {
 // TestFullDisruption stops every node: the controller must take itself
 // for the one cut off and evict nothing, until a node comes back.
 func TestFullDisruption(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, 3)
 	cs := c.Client
 	ctx := context.Background()
 	nodes := []string{"sim-0", "sim-1", "sim-2"}
@@ -273,7 +275,7 @@ func TestFullDisruption(t *testing.T) {
 // TestRestartConverges: a controller started over picks up where the
 // last one left, from the API alone.
 func TestRestartConverges(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, 3)
 	cs := c.Client
 	createPod(t, cs, "waits", "sim-1", unreachableToleration(ptr.To[int64](3)))
 	waitPodsReady(t, cs, "waits")
@@ -306,6 +308,38 @@ func TestRestartConverges(t *testing.T) {
 			t.Errorf("restart lost the node's state: Ready=%s taints %v", readyOf(n), n.Spec.Taints)
 		}
 	})
+}
+
+// TestEvictionRateLimit: in one zone, nodes are tainted for eviction no
+// faster than the zone's rate.
+func TestEvictionRateLimit(t *testing.T) {
+	c := startCluster(t, 1)
+	cs := c.Client
+	cfg := testConfig
+	cfg.EvictionLimiterQPS = 0.5 // one node per 2 s
+	startControllers(t, c, nodelifecycle.NewDescriptor(cfg))
+
+	// Two of three down is not yet a partial disruption (that takes 3),
+	// so the zone stays Normal and taints at the normal rate.
+	setStopped(t, cs, "sim-0", true)
+	setStopped(t, cs, "sim-1", true)
+	tainted := map[string]time.Time{}
+	eventually(t, 12*time.Second, func() (bool, string) {
+		for _, n := range []string{"sim-0", "sim-1"} {
+			if _, ok := tainted[n]; !ok && taintSet(getNode(t, cs, n))[corev1.TaintNodeUnreachable+":NoExecute"] {
+				tainted[n] = time.Now()
+			}
+		}
+		return len(tainted) == 2, fmt.Sprint(tainted)
+	})
+	gap := tainted["sim-0"].Sub(tainted["sim-1"]).Abs()
+	t.Logf("second node tainted %v after the first", gap.Round(time.Millisecond))
+	if gap < 1500*time.Millisecond || gap > 4*time.Second {
+		t.Errorf("nodes tainted %v apart, want about 2s", gap)
+	}
+	if r := readyOf(getNode(t, cs, "sim-2")); r != corev1.ConditionTrue {
+		t.Errorf("sim-2 Ready = %s", r)
+	}
 }
 
 func leaseAge(l *coordinationv1.Lease) time.Duration {

@@ -227,8 +227,8 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 
 	x.syncTerms(snap.HavePodsWithAffinityList)
 	var existingTotal int64
-	for _, g := range x.antiGroups {
-		if g.total > 0 && g.term.Matches(pod, s.nsLabels) {
+	for _, g := range x.termGroupsMatching("anti", x.antiGroups, ipaPodKey(pod, s.nsLabels), pod, s.nsLabels) {
+		if g.total > 0 {
 			s.existing.add(g.term.TopologyKey, g.counts)
 			existingTotal += g.total
 		}
@@ -251,10 +251,7 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 		}
 	}
 	if len(aff) > 0 {
-		for _, g := range x.labelGroups {
-			if !ipaMatchesAll(aff, g.rep) {
-				continue
-			}
+		for _, g := range x.labelGroupsMatching(aff) {
 			for i := range aff {
 				if c := g.byKey[aff[i].TopologyKey]; c.total > 0 {
 					s.aff.add(aff[i].TopologyKey, c.counts)
@@ -265,10 +262,10 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 		s.selfMatch = ipaMatchesAll(aff, pod)
 	}
 	for i := range anti {
-		t := &anti[i]
-		for _, g := range x.labelGroups {
-			if c := g.byKey[t.TopologyKey]; c.total > 0 && t.Matches(g.rep, nil) {
-				s.anti.add(t.TopologyKey, c.counts)
+		k := anti[i].TopologyKey
+		for _, g := range x.labelGroupsMatching(anti[i : i+1]) {
+			if c := g.byKey[k]; c.total > 0 {
+				s.anti.add(k, c.counts)
 			}
 		}
 	}

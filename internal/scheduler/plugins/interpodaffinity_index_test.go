@@ -184,11 +184,12 @@ func (ref *ipaTReference) resolve(terms []framework.AffinityTerm) []framework.Af
 	return out
 }
 
-func (ref *ipaTReference) filter(pod *corev1.Pod, snap *framework.Snapshot) []string {
+// counts is upstream's PreFilter: every existing pod against the pod.
+func (ref *ipaTReference) counts(pod *corev1.Pod, snap *framework.Snapshot) (aff, anti []framework.AffinityTerm, existing, affC, antiC map[ipaPair]int64) {
 	pi := framework.NewPodInfo(pod)
-	aff, anti := ref.resolve(pi.RequiredAffinityTerms), ref.resolve(pi.RequiredAntiAffinityTerms)
+	aff, anti = ref.resolve(pi.RequiredAffinityTerms), ref.resolve(pi.RequiredAntiAffinityTerms)
 	nsl := ref.nsLabels[pod.Namespace]
-	existing, affC, antiC := map[ipaPair]int64{}, map[ipaPair]int64{}, map[ipaPair]int64{}
+	existing, affC, antiC = map[ipaPair]int64{}, map[ipaPair]int64{}, map[ipaPair]int64{}
 	for _, ni := range snap.NodeInfoList {
 		nl := ni.Node().Labels
 		for _, ep := range ni.Pods {
@@ -211,6 +212,11 @@ func (ref *ipaTReference) filter(pod *corev1.Pod, snap *framework.Snapshot) []st
 			}
 		}
 	}
+	return aff, anti, existing, affC, antiC
+}
+
+func (ref *ipaTReference) filter(pod *corev1.Pod, snap *framework.Snapshot) []string {
+	aff, anti, existing, affC, antiC := ref.counts(pod, snap)
 	skip := len(existing) == 0 && len(aff) == 0 && len(anti) == 0
 	var out []string
 	for _, ni := range snap.NodeInfoList {

@@ -77,8 +77,8 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 		x.syncTerms(snap.HavePodsWithAffinityList)
 	}
 	var refs []ipaScoreRef
-	for _, g := range x.scoreGroups {
-		if g.total > 0 && g.term.Matches(pod, nsLabels) {
+	for _, g := range x.termGroupsMatching("score", x.scoreGroups, ipaPodKey(pod, nsLabels), pod, nsLabels) {
+		if g.total > 0 {
 			refs = append(refs, ipaScoreRef{g.term.TopologyKey, g.weight, g.counts})
 		}
 	}
@@ -93,8 +93,8 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 		for i := range terms {
 			t := &terms[i].term
 			var matched []map[string]int64
-			for _, g := range x.labelGroups {
-				if c := g.byKey[t.TopologyKey]; c.total > 0 && t.Matches(g.rep, nil) {
+			for _, g := range x.labelGroupsMatching([]framework.AffinityTerm{*t}) {
+				if c := g.byKey[t.TopologyKey]; c.total > 0 {
 					matched = append(matched, c.counts)
 				}
 			}

@@ -602,3 +602,41 @@ func TestInterPodAffinityQueueingHints(t *testing.T) {
 		}
 	})
 }
+
+// Filter and Score run once per node per pod: a passing node must cost no
+// allocation, also on a state preemption edited.
+func TestInterPodAffinityFilterAndScoreDoNotAllocate(t *testing.T) {
+	web, db := map[string]string{"app": "web"}, map[string]string{"app": "db"}
+	nodes := []*corev1.Node{ipaTNode("n1", "a"), ipaTNode("n2", "a"), ipaTNode("n3", "b")}
+	existing := []*corev1.Pod{
+		ipaTPod("default", "db1", "n1", "app=db"),
+		ipaTWithRequired(ipaTPod("default", "x", "n3", "app=x"), nil, []corev1.PodAffinityTerm{ipaTTerm(ipaTHost, web)}),
+	}
+	snap := ipaTSnapshot(nodes, existing)
+	pl, _ := ipaTPlugin(t, snap, nil)
+	ctx := context.Background()
+	pod := ipaTWithRequired(ipaTPod("default", "p", "", "app=web"),
+		[]corev1.PodAffinityTerm{ipaTTerm(ipaTZone, db)}, []corev1.PodAffinityTerm{ipaTTerm(ipaTHost, web)})
+	ipaTWithPreferred(pod, []corev1.WeightedPodAffinityTerm{{Weight: 3, PodAffinityTerm: ipaTTerm(ipaTZone, db)}}, nil)
+	cs := framework.NewCycleState()
+	if _, st := pl.PreFilter(ctx, cs, pod, snap.NodeInfoList); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := pl.PreScore(ctx, cs, pod, snap.NodeInfoList); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	edited := cs.Clone()
+	pl.AddPod(ctx, edited, pod, framework.NewPodInfo(ipaTPod("default", "nom", "", "app=web")), snap.NodeInfoList[0])
+	n2 := snap.NodeInfoList[1]
+	for name, state := range map[string]*framework.CycleState{"prefilter state": cs, "edited clone": edited} {
+		if st := pl.Filter(ctx, state, pod, n2); !st.IsSuccess() {
+			t.Fatalf("%s: n2 should fit: %v", name, st)
+		}
+		if a := testing.AllocsPerRun(200, func() { pl.Filter(ctx, state, pod, n2) }); a != 0 {
+			t.Errorf("%s: Filter allocates %v times per call", name, a)
+		}
+	}
+	if a := testing.AllocsPerRun(200, func() { pl.Score(ctx, cs, pod, n2) }); a != 0 {
+		t.Errorf("Score allocates %v times per call", a)
+	}
+}

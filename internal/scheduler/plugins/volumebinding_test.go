@@ -330,8 +330,9 @@ func TestVolumeBindingPreBind(t *testing.T) {
 			},
 		},
 		{
-			name:   "provisioning: selected-node annotation written, waits for Bound",
-			objs:   []runtime.Object{vbTClass("fast", vbTWFFC, "csi.example.com"), vbTClaim("data", "fast", "1Gi")},
+			name: "provisioning: selected-node annotation written, waits for Bound",
+			// The provisioner's PV; another class keeps it out of matching.
+			objs:   []runtime.Object{vbTClass("fast", vbTWFFC, "csi.example.com"), vbTClaim("data", "fast", "1Gi"), vbTPV("pvc-provisioned", "provisioned", "1Gi")},
 			ready:  func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[vbAnnSelectedNode] == "n1" },
 			finish: bindOK,
 		},
