@@ -7,6 +7,8 @@ package controllers
 import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
+	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
+	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
@@ -31,6 +33,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		deployment.Descriptor,
 		replicaset.Descriptor,
 		replicaset.RCDescriptor,
+		endpoints.Descriptor,
+		endpointslice.Descriptor,
 		garbagecollector.Descriptor,
 		namespace.Descriptor,
 		nodelifecycle.Descriptor,

@@ -19,7 +19,7 @@ func discoveryResources() []*Resource {
 	return []*Resource{
 		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Kind: "EndpointSlice", Singular: "endpointslice", Namespaced: true,
 			New:     func() runtime.Object { return &discoveryv1.EndpointSlice{} },
-			Default: defaultEndpointSlice, Validate: validateEndpointSlice, ValidateUpdate: validateEndpointSliceUpdate,
+			Default: defaultEndpointSlice, HasGeneration: true, Validate: validateEndpointSlice, ValidateUpdate: validateEndpointSliceUpdate,
 			Table: endpointSliceTable},
 	}
 }
