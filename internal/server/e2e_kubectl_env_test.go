@@ -35,6 +35,13 @@ type result struct {
 
 func newKubectlEnv(t *testing.T) *kubectlEnv {
 	t.Helper()
+	srv, _ := startServer(t)
+	return kubectlFor(t, srv.Kubeconfig)
+}
+
+// kubectlFor runs kubectl against the cluster of a kubeconfig.
+func kubectlFor(t *testing.T, kubeconfig string) *kubectlEnv {
+	t.Helper()
 	bin := os.Getenv("KUBECTL")
 	if bin == "" {
 		var err error
@@ -42,9 +49,8 @@ func newKubectlEnv(t *testing.T) *kubectlEnv {
 			t.Skip("kubectl not found: set $KUBECTL or put kubectl on PATH")
 		}
 	}
-	srv, _ := startServer(t)
 	home := t.TempDir()
-	env := []string{"KUBECONFIG=" + srv.Kubeconfig, "HOME=" + home}
+	env := []string{"KUBECONFIG=" + kubeconfig, "HOME=" + home}
 	for _, kv := range os.Environ() {
 		// Anything that configures kubectl from outside could change what
 		// it prints; keep only what running a program needs.

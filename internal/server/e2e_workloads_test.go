@@ -1,0 +1,227 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The whole control plane as a user meets it: API server, scheduler,
+// controllers and simulated nodes in one server, driven by the real
+// kubectl.
+func TestClusterWorkloadsWithKubectl(t *testing.T) {
+	srv, rc := startTestServer(t, Config{SimulatedNodes: 3, Controllers: []string{"*"}})
+	select {
+	case <-srv.SimNodes.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("simulated nodes did not register")
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	k := kubectlFor(t, srv.Kubeconfig)
+	ctx := context.Background()
+
+	t.Run("a deployment rolls out, updates with maxSurge=1 maxUnavailable=0, rolls back", func(t *testing.T) {
+		k.run(t, deploymentYAML("web", "nginx:1.26", 3), "apply", "-f", "-")
+		out := k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
+		if !strings.Contains(out, `deployment "web" successfully rolled out`) {
+			t.Fatalf("rollout status printed %q", out)
+		}
+		// Watch every pod change during the update: never fewer than 3
+		// available, never more than 4 pods that are not terminating.
+		watcher := startPodBoundsWatch(t, cs, "default", "app=web")
+		k.ok(t, "set", "image", "deploy/web", "nginx=nginx:1.27")
+		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
+		minReady, maxPods := watcher.stop()
+		if minReady < 3 || maxPods > 4 {
+			t.Errorf("during the rollout: min ready %d (want ≥ 3), max pods %d (want ≤ 4)", minReady, maxPods)
+		}
+		hist := k.ok(t, "rollout", "history", "deploy/web")
+		if !strings.Contains(hist, "1 ") || !strings.Contains(hist, "2 ") {
+			t.Errorf("rollout history:\n%s", hist)
+		}
+		k.ok(t, "rollout", "undo", "deploy/web")
+		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
+		d, err := cs.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
+			t.Errorf("after undo the image is %s", img)
+		}
+		if d.Annotations["deployment.kubernetes.io/revision"] != "3" {
+			t.Errorf("revision after undo %q, want 3", d.Annotations["deployment.kubernetes.io/revision"])
+		}
+		// Scaling and pause/resume.
+		k.ok(t, "scale", "deploy/web", "--replicas=6")
+		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
+		k.ok(t, "rollout", "pause", "deploy/web")
+		k.ok(t, "set", "image", "deploy/web", "nginx=nginx:1.28")
+		time.Sleep(500 * time.Millisecond)
+		rss, _ := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		for _, rs := range rss.Items {
+			if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" {
+				t.Errorf("paused deployment created replica set %s", rs.Name)
+			}
+		}
+		k.ok(t, "rollout", "resume", "deploy/web")
+		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
+		pods, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == "nginx:1.28" {
+				running++
+			}
+		}
+		if running != 6 {
+			t.Errorf("%d running pods of the resumed rollout, want 6", running)
+		}
+	})
+
+	t.Run("a service gets endpoints of its ready pods", func(t *testing.T) {
+		k.ok(t, "expose", "deploy/web", "--port=80")
+		eventuallyCluster(t, 20*time.Second, "6 endpoints", func() (bool, error) {
+			ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "web", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			n := 0
+			for _, s := range ep.Subsets {
+				n += len(s.Addresses)
+			}
+			return n == 6, nil
+		})
+	})
+
+	t.Run("every namespace gets a default service account and the root CA", func(t *testing.T) {
+		k.ok(t, "create", "namespace", "team-a")
+		eventuallyCluster(t, 10*time.Second, "default SA and kube-root-ca.crt", func() (bool, error) {
+			_, err1 := cs.CoreV1().ServiceAccounts("team-a").Get(ctx, "default", metav1.GetOptions{})
+			_, err2 := cs.CoreV1().ConfigMaps("team-a").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err1 == nil && err2 == nil, nil
+		})
+	})
+
+	t.Run("deleting a namespace removes everything in it, then the namespace", func(t *testing.T) {
+		k.ok(t, "-n", "team-a", "create", "deployment", "x", "--image=x", "--replicas=4")
+		k.ok(t, "-n", "team-a", "rollout", "status", "deploy/x", "--timeout=60s")
+		k.ok(t, "-n", "team-a", "create", "configmap", "c", "--from-literal=a=b")
+		k.ok(t, "delete", "namespace", "team-a", "--timeout=60s")
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, "team-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("namespace still there after kubectl delete returned: %v", err)
+		}
+	})
+
+	t.Run("deleting a deployment deletes its replica sets and pods", func(t *testing.T) {
+		k.ok(t, "delete", "deploy/web")
+		eventuallyCluster(t, 30*time.Second, "web pods gone", func() (bool, error) {
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				return false, err
+			}
+			rss, err := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			return len(pods.Items) == 0 && len(rss.Items) == 0, err
+		})
+	})
+}
+
+func deploymentYAML(name, image string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+spec:
+  replicas: %[3]d
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      containers:
+      - name: nginx
+        image: %[2]s
+`, name, image, replicas)
+}
+
+func eventuallyCluster(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	eventually(t, timeout, what, cond)
+}
+
+// podBoundsWatch follows pods of a selector and records the fewest ready
+// pods and the most pods not being deleted, seen at any point.
+type podBoundsWatch struct {
+	w        watch.Interface
+	done     chan struct{}
+	mu       sync.Mutex
+	minReady int
+	maxPods  int
+}
+
+func startPodBoundsWatch(t *testing.T, cs kubernetes.Interface, ns, selector string) *podBoundsWatch {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &podBoundsWatch{w: w, done: make(chan struct{}), minReady: 1 << 30}
+	go func() {
+		defer close(b.done)
+		pods := map[string]*corev1.Pod{}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				delete(pods, p.Name)
+			} else {
+				pods[p.Name] = p
+			}
+			ready, live := 0, 0
+			for _, p := range pods {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				live++
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			b.mu.Lock()
+			// The initial events arrive one by one: count the minimum
+			// only once the starting pods are all there.
+			if len(pods) >= 3 {
+				b.minReady = min(b.minReady, ready)
+			}
+			b.maxPods = max(b.maxPods, live)
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+func (b *podBoundsWatch) stop() (minReady, maxPods int) {
+	b.w.Stop()
+	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.minReady, b.maxPods
+}
+
