@@ -7,12 +7,14 @@ package controllers
 import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
+	"github.com/rudder-dev/rudder/internal/controllers/disruption"
 	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
 	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
+	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
 	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
@@ -42,6 +44,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		serviceaccount.Descriptor,
 		rootcacert.NewDescriptor(cfg.CAPEM),
 		podgc.Descriptor,
+		disruption.Descriptor,
+		resourcequota.Descriptor,
 		ttlafterfinished.Descriptor,
 	}
 }
