@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,8 @@ func controllerManagerCommand() *cobra.Command {
 		selection   []string
 		leaderElect bool
 		rootCAFile  string
+		signingCert string
+		signingKey  string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -40,10 +43,22 @@ accounts and the rest, each reconciling through the API server.
 					return err
 				}
 			}
+			cfg := controllers.Config{CAPEM: ca}
+			if signingKey != "" {
+				if signingCert == "" {
+					return errors.New("--cluster-signing-key-file needs --cluster-signing-cert-file")
+				}
+				if cfg.CAPEM, err = os.ReadFile(signingCert); err != nil {
+					return err
+				}
+				if cfg.CAKeyPEM, err = os.ReadFile(signingKey); err != nil {
+					return err
+				}
+			}
 			return controller.RunManager(cmd.Context(), controller.ManagerConfig{
 				RestConfig:  rc,
 				Controllers: selection,
-				Descriptors: controllers.Descriptors(controllers.Config{CAPEM: ca}),
+				Descriptors: controllers.Descriptors(cfg),
 				LeaderElect: leaderElect,
 			})
 		},
@@ -52,6 +67,8 @@ accounts and the rest, each reconciling through the API server.
 	f.StringVar(&kubeconfig, "kubeconfig", "", "cluster to manage (default: $KUBECONFIG, then ~/.kube/config)")
 	f.StringSliceVar(&selection, "controllers", []string{"*"}, `controllers to run: "*" for the defaults, "name" to add one, "-name" to drop one`)
 	f.BoolVar(&leaderElect, "leader-elect", false, "hold the kube-system/kube-controller-manager Lease while running, so that only one of several replicas acts")
+	f.StringVar(&signingCert, "cluster-signing-cert-file", "", "CA certificate that signs approved certificate signing requests")
+	f.StringVar(&signingKey, "cluster-signing-key-file", "", "key of --cluster-signing-cert-file; without it no CSR is signed")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "CA published to every namespace as kube-root-ca.crt (default: the kubeconfig's CA)")
 	return cmd
 }

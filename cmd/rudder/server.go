@@ -2,15 +2,18 @@ package main
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/server"
 )
 
 func serverCommand() *cobra.Command {
 	var cfg server.Config
+	var notReadySeconds, unreachableSeconds int64
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: embedded etcd and the API server",
@@ -22,6 +25,8 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
   kubectl get ns`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.DefaultNotReadyTolerationSeconds = &notReadySeconds
+			cfg.DefaultUnreachableTolerationSeconds = &unreachableSeconds
 			srv, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -47,5 +52,15 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
 	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the in-process scheduler (to run another one against this API server)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")
+	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil,
+		"admission plugins to enable besides the default ones ("+strings.Join(admission.DefaultPlugins(), ", ")+
+			"); all known: "+strings.Join(admission.AllPlugins(), ", ")+". They run in that order whatever the order given; "+
+			"plugins not implemented are skipped. ServiceAccount, TaintNodesByCondition and DefaultTolerationSeconds are on only "+
+			"with their controllers (serviceaccount, nodelifecycle, taint-eviction-controller) unless named here")
+	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, even if on by default")
+	f.Int64Var(&notReadySeconds, "default-not-ready-toleration-seconds", 300,
+		"tolerationSeconds of the toleration for node.kubernetes.io/not-ready:NoExecute added to every pod without one")
+	f.Int64Var(&unreachableSeconds, "default-unreachable-toleration-seconds", 300,
+		"tolerationSeconds of the toleration for node.kubernetes.io/unreachable:NoExecute added to every pod without one")
 	return cmd
 }

@@ -63,6 +63,9 @@ func subresourcesOf(res *registry.Resource) []subresource {
 	if res.Resource == "namespaces" {
 		out = append(out, subresource{"finalize", self, []string{"update"}})
 	}
+	if res.Approval != nil {
+		out = append(out, subresource{"approval", self, []string{"get", "patch", "update"}})
+	}
 	if res.Scale != nil {
 		out = append(out, subresource{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, []string{"get", "patch", "update"}})
 	}

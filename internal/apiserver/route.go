@@ -79,6 +79,20 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		default:
 			s.writeError(w, r, methodNotAllowed(r, info))
 		}
+	case "approval":
+		if h.res.Approval == nil {
+			s.writeError(w, r, notFound())
+			return
+		}
+		info.served = true
+		switch r.Method {
+		case http.MethodGet:
+			h.get(w, r, namespace, info.Name)
+		case http.MethodPut, http.MethodPatch:
+			h.approve(w, r, info.Name)
+		default:
+			s.writeError(w, r, methodNotAllowed(r, info))
+		}
 	case "binding":
 		if h.res.Resource != "pods" {
 			s.writeError(w, r, notFound())

@@ -235,6 +235,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(r.Context(), userKey, user)
 	ctx = context.WithValue(ctx, infoKey, info)
+	// Admission plugins may admit a write with warnings; they go out as
+	// Warning headers, written before the response is.
+	ctx = admission.WithWarnings(ctx, func(msg string) { addWarning(rw, msg) })
 	r = r.WithContext(ctx)
 	if err := s.authorize(r, user, info); err != nil {
 		s.writeError(rw, r, err)

@@ -201,6 +201,64 @@ func (h *resourceHandler) finalize(w http.ResponseWriter, r *http.Request, name 
 	h.s.writeObject(w, r, target{media: negotiatedMedia(r)}, http.StatusOK, h, out)
 }
 
+// approve serves PUT and PATCH on certificatesigningrequests/{name}/approval.
+// The client sends the whole object (PUT) or a patch of it; the resource's
+// Approval strategy keeps only the conditions from it and checks them, on
+// every compare-and-swap attempt, against the stored object.
+func (h *resourceHandler) approve(w http.ResponseWriter, r *http.Request, name string) {
+	var (
+		body      runtime.Object
+		patchBody []byte
+		isDry     bool
+		err       error
+	)
+	if r.Method == http.MethodPatch {
+		if patchBody, err = readBody(r); err == nil {
+			isDry, err = dryRun(r)
+		}
+	} else if body, isDry, err = h.readObject(w, r, h.kindRef()); err == nil && objectMeta(body).GetName() != name {
+		err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", objectMeta(body).GetName(), name))
+	}
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	patchType := contentType(r)
+	strategy := h.res.Approval
+	req := updateRequest{name: name, user: requestUser(r), dryRun: isDry, subresource: "approval",
+		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
+			var (
+				next   runtime.Object
+				pinned bool
+			)
+			if body != nil {
+				next = body.DeepCopyObject()
+				pinned = objectMeta(next).GetResourceVersion() != ""
+			} else {
+				var err error
+				if next, pinned, err = h.patchObject(w, r, cur, patchType, patchBody); err != nil {
+					return nil, false, err
+				}
+			}
+			if strategy.PrepareForUpdate != nil {
+				strategy.PrepareForUpdate(next, cur)
+			}
+			if strategy.ValidateUpdate != nil {
+				if err := h.invalid(next, strategy.ValidateUpdate(next, cur)); err != nil {
+					return nil, false, err
+				}
+			}
+			return next, pinned, nil
+		},
+	}
+	out, _, err := h.guaranteedUpdate(r.Context(), req)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.reply(w, r, http.StatusOK, out)
+}
+
 func setPodScheduled(pod *corev1.Pod, now interface{ Unix() int64 }) {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodScheduled {

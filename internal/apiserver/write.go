@@ -223,6 +223,9 @@ func (h *resourceHandler) createObject(ctx context.Context, in runtime.Object, u
 		if h.res.PrepareForCreate != nil {
 			h.res.PrepareForCreate(obj)
 		}
+		if h.res.RecordCreator != nil {
+			h.res.RecordCreator(obj, user)
+		}
 		attrs.Name, attrs.Object = m.GetName(), obj
 		if err := h.validateCreate(obj); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ package controllers
 
 import (
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers/certificates"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 	"github.com/rudder-dev/rudder/internal/controllers/disruption"
 	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
@@ -24,14 +25,15 @@ import (
 // Config carries what some controllers need from the cluster's setup.
 type Config struct {
 	// CAPEM is the cluster CA, published in every namespace as
-	// kube-root-ca.crt.
-	CAPEM []byte
+	// kube-root-ca.crt; with CAKeyPEM it signs approved certificate
+	// signing requests (without the key, no signer runs).
+	CAPEM, CAKeyPEM []byte
 }
 
 // Descriptors returns every controller, in upstream's order. The list is
 // a literal: adding a controller means adding a line here.
 func Descriptors(cfg Config) []controller.Descriptor {
-	return []controller.Descriptor{
+	all := []controller.Descriptor{
 		deployment.Descriptor,
 		replicaset.Descriptor,
 		replicaset.RCDescriptor,
@@ -47,5 +49,10 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		disruption.Descriptor,
 		resourcequota.Descriptor,
 		ttlafterfinished.Descriptor,
+		certificates.ApprovingDescriptor,
 	}
+	if len(cfg.CAKeyPEM) > 0 {
+		all = append(all, certificates.NewSigningDescriptor(cfg.CAPEM, cfg.CAKeyPEM))
+	}
+	return all
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 
 	"k8s.io/client-go/kubernetes"
@@ -62,7 +63,11 @@ func (s *Server) startScheduler(ctx context.Context, cfg Config, port int) error
 // startControllers runs the controller manager with the selected
 // controllers, unless none are selected.
 func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
-	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM})
+	caKey, err := os.ReadFile(s.PKI.Paths.CAKey)
+	if err != nil {
+		slog.Warn("no CA key: certificate signing requests will not be signed", "err", err)
+	}
+	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM, CAKeyPEM: caKey})
 	any := false
 	for _, d := range descriptors {
 		if controller.Enabled(d.Name, cfg.Controllers, d.DisabledByDefault) {

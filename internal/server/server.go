@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/apiserver"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/pki"
 	"github.com/rudder-dev/rudder/internal/simnode"
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -67,6 +69,31 @@ type Config struct {
 	// --controllers does: "*" for the defaults, "name" to add one,
 	// "-name" to drop one, "-*" for none. Empty means "*".
 	Controllers []string
+	// EnableAdmissionPlugins and DisableAdmissionPlugins choose the
+	// admission plugins as kube-apiserver's flags of those names do:
+	// upstream's default set runs unless disabled, others run when
+	// enabled, and all run in upstream's order whatever the order here
+	// (admission.EnabledPlugins).
+	//
+	// Three default plugins prepare objects for a controller and are
+	// left out while Controllers switches that controller off, unless
+	// enabled by name: ServiceAccount (serviceaccount creates the
+	// accounts it requires), TaintNodesByCondition (nodelifecycle
+	// removes the taint it adds) and DefaultTolerationSeconds
+	// (taint-eviction-controller acts on the tolerations it adds).
+	// Without this a control plane run with no controllers, as tests
+	// run it, could start no pod (no account would appear), schedule
+	// onto no new node (the taint would stay), and a test's own taint
+	// eviction would wait 300 s. With an out-of-process controller
+	// manager, enable them by name.
+	EnableAdmissionPlugins  []string
+	DisableAdmissionPlugins []string
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are how long pods tolerate a
+	// not-ready or unreachable node before eviction, as set by
+	// DefaultTolerationSeconds (300 when nil).
+	DefaultNotReadyTolerationSeconds    *int64
+	DefaultUnreachableTolerationSeconds *int64
 }
 
 func (c *Config) defaults() {
@@ -123,6 +150,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.defaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("server: a data directory is required")
+	}
+	admissionPlugins, err := admissionPluginNames(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
@@ -185,10 +216,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return out, err
 	})
-	api.SetAdmission(admission.NewChain(
-		admission.NamespaceLifecycle{Namespaces: api, Immortal: systemNamespaces[:3]},
-		admission.RBACEscalation{Checker: &auth.EscalationCheck{Authorizer: authz, RBAC: auth.NewRBACAuthorizer(rbacSource), Source: rbacSource}},
-	))
+	chain := admission.Build(admissionPlugins, cfg.EnableAdmissionPlugins, admission.Deps{
+		Namespaces:                   api,
+		ImmortalNamespaces:           systemNamespaces[:3],
+		Objects:                      api,
+		Escalation:                   &auth.EscalationCheck{Authorizer: authz, RBAC: auth.NewRBACAuthorizer(rbacSource), Source: rbacSource},
+		NotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
+		UnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
+	})
+	chain = chain.With(admission.NewResourceQuota(admission.ResourceQuotaConfig{Objects: api, Status: api})) // ResourceQuota helper: until plugins.go's registry builds ResourceQuota
+	slog.Info("admission chain", "plugins", chain.Names())
+	api.SetAdmission(chain)
 	s.API = api
 	if err := api.Start(ctx); err != nil {
 		return nil, err
@@ -254,6 +292,28 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.shutdown()
 	}()
 	return s, nil
+}
+
+// admissionPartners pairs the default admission plugins that prepare
+// objects for a controller with that controller (see
+// Config.EnableAdmissionPlugins).
+var admissionPartners = []struct{ plugin, controller string }{
+	{"ServiceAccount", "serviceaccount"},
+	{"TaintNodesByCondition", "nodelifecycle"},
+	{"DefaultTolerationSeconds", "taint-eviction-controller"},
+}
+
+// admissionPluginNames resolves the admission flags, leaving out the
+// plugins whose partner controller does not run in-process unless they
+// are enabled by name.
+func admissionPluginNames(cfg Config) ([]string, error) {
+	disable := slices.Clone(cfg.DisableAdmissionPlugins)
+	for _, p := range admissionPartners {
+		if !slices.Contains(cfg.EnableAdmissionPlugins, p.plugin) && !controller.Enabled(p.controller, cfg.Controllers, false) {
+			disable = append(disable, p.plugin)
+		}
+	}
+	return admission.EnabledPlugins(cfg.EnableAdmissionPlugins, disable)
 }
 
 // shutdown stops accepting requests, gives running ones a moment, ends

@@ -74,7 +74,7 @@ func TestCoreDefaultMinimalPod(t *testing.T) {
 		{"terminationGracePeriodSeconds", *spec.TerminationGracePeriodSeconds, int64(30)},
 		{"securityContext", *spec.SecurityContext, corev1.PodSecurityContext{}},
 		{"enableServiceLinks", *spec.EnableServiceLinks, true},
-		{"preemptionPolicy", *spec.PreemptionPolicy, corev1.PreemptLowerPriority},
+		{"preemptionPolicy is left to Priority admission", spec.PreemptionPolicy, (*corev1.PreemptionPolicy)(nil)},
 		{"priority", spec.Priority, (*int32)(nil)},
 		{"terminationMessagePath", c.TerminationMessagePath, "/dev/termination-log"},
 		{"terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile},

@@ -60,12 +60,8 @@ func defaultPod(obj runtime.Object) {
 	} else if len(st.HostIPs) > 0 {
 		st.HostIP = st.HostIPs[0].IP
 	}
-	// Upstream's Priority admission plugin sets this (with priority) on
-	// every pod; we have no such plugin, and clients expect to read it back.
-	if pod.Spec.PreemptionPolicy == nil {
-		policy := corev1.PreemptLowerPriority
-		pod.Spec.PreemptionPolicy = &policy
-	}
+	// preemptionPolicy and priority are not defaulted here: the Priority
+	// admission plugin sets both from the pod's PriorityClass, as upstream.
 }
 
 // defaultRequestsFromLimits makes a container that states only limits

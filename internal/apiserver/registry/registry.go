@@ -9,6 +9,7 @@ func All() []*Resource {
 		coreResources(),
 		appsResources(),
 		batchResources(),
+		certificatesResources(),
 		coordinationResources(),
 		discoveryResources(),
 		eventsResources(),

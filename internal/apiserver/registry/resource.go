@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/rudder-dev/rudder/internal/auth"
 )
 
 // Resource describes one REST resource: its names as discovery shows them,
@@ -51,6 +53,10 @@ type Resource struct {
 	// PrepareForCreate resets what a client may not set on create, e.g. a
 	// pod's status phase.
 	PrepareForCreate func(obj runtime.Object)
+	// RecordCreator runs after PrepareForCreate with the requesting user
+	// (nil for the server's own writes), for kinds that record who asked
+	// for them: a CertificateSigningRequest's spec.username and groups.
+	RecordCreator func(obj runtime.Object, user *auth.User)
 	// PrepareForUpdate adjusts an update before validation, e.g. keeps
 	// fields that are immutable in practice.
 	PrepareForUpdate func(obj, old runtime.Object)
@@ -62,6 +68,12 @@ type Resource struct {
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// ValidateStatusUpdate checks a write to /status; nil means accept.
 	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+
+	// Approval, when set, serves the /approval subresource
+	// (certificatesigningrequests): the route by which an approver adds the
+	// Approved or Denied condition, kept apart from /status so that the
+	// right to approve is not the right to issue.
+	Approval *SubresourceStrategy
 
 	// Fields returns the type's selectable fields besides metadata.name and
 	// metadata.namespace, which the server adds itself.
@@ -110,6 +122,17 @@ type Table struct {
 	// Row returns one cell per column; cells are strings, int64, bool or
 	// float64 as the column's Type says.
 	Row func(obj runtime.Object) []interface{}
+}
+
+// SubresourceStrategy is what a subresource write may change and how it is
+// checked. The API server keeps system metadata and checks metadata
+// immutability itself, as for /status; the strategy sees the rest.
+type SubresourceStrategy struct {
+	// PrepareForUpdate narrows obj, what the client sent, to what the
+	// subresource may change: everything else is taken from old.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateUpdate checks the prepared obj against old.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 }
 
 // ScaleAccess reads and writes the replica count behind a /scale
