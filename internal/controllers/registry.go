@@ -7,6 +7,7 @@ package controllers
 import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
+	"github.com/rudder-dev/rudder/internal/controllers/daemonset"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 	"github.com/rudder-dev/rudder/internal/controllers/disruption"
 	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
@@ -19,6 +20,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
 	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
+	"github.com/rudder-dev/rudder/internal/controllers/statefulset"
 	"github.com/rudder-dev/rudder/internal/controllers/ttlafterfinished"
 )
 
@@ -37,6 +39,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		deployment.Descriptor,
 		replicaset.Descriptor,
 		replicaset.RCDescriptor,
+		statefulset.Descriptor,
+		daemonset.Descriptor,
 		endpoints.Descriptor,
 		endpointslice.Descriptor,
 		garbagecollector.Descriptor,

@@ -91,4 +91,3 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 		t.Fatalf("condition not met in %v: %s", timeout, last)
 	}
 }
-

@@ -76,4 +76,11 @@
 // and carries out creations or deletions (planManage); and writes the
 // status (planTracking, then enactFinished). The decisions are pure
 // functions of the job, its pods and the clock.
+//
+// Two memories guard against a cache that lags the API server: the
+// expectations (pods created or deleted but not yet seen) and the
+// resourceVersion of the job as it was before this controller's last
+// status write. Until the informer shows that write, the cached job's
+// counters are behind its pods — whose finalizers the write let go — and
+// a sync is skipped rather than start pods for completions already made.
 package job

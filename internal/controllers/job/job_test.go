@@ -3,11 +3,10 @@ package job_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +22,10 @@ import (
 )
 
 // One cluster and one controller for every case; each works in its own
-// namespace and they run in parallel (simulated pods spend most of their
-// time waiting on timers).
+// namespace and all run at once (simulated pods spend most of their time
+// waiting on timers, so -parallel's default of GOMAXPROCS would only
+// serialise the waiting).
 func TestJob(t *testing.T) {
-	if os.Getenv("JOB_DEBUG") != "" {
-		slog.SetLogLoggerLevel(slog.LevelDebug)
-	}
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
 	startBinder(t, cs, 3)
@@ -36,9 +33,11 @@ func TestJob(t *testing.T) {
 	// delays themselves are covered by the unit tests.
 	startManager(t, c.Config, job.NewDescriptor(job.Config{PodFailureBackoff: 200 * time.Millisecond}))
 	ctx := context.Background()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	run := func(name string, f func(t *testing.T)) { wg.Go(func() { t.Run(name, f) }) }
 
-	t.Run("completions 5 parallelism 2 never runs more than 2", func(t *testing.T) {
-		t.Parallel()
+	run("completions 5 parallelism 2 never runs more than 2", func(t *testing.T) {
 		ns := createNamespace(t, cs, "five-by-two")
 		w := watchPods(t, cs, ns)
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("work", 5, 2, "200ms", 0), metav1.CreateOptions{})
@@ -88,8 +87,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("indexed job runs every index once", func(t *testing.T) {
-		t.Parallel()
+	run("indexed job runs every index once", func(t *testing.T) {
 		ns := createNamespace(t, cs, "indexed")
 		spec := newJob("idx", 5, 3, "200ms", 0)
 		spec.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
@@ -122,8 +120,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("failing pods exhaust backoffLimit", func(t *testing.T) {
-		t.Parallel()
+	run("failing pods exhaust backoffLimit", func(t *testing.T) {
 		ns := createNamespace(t, cs, "backoff")
 		spec := newJob("flaky", 1, 1, "100ms", 1)
 		spec.Spec.BackoffLimit = ptr.To(int32(1))
@@ -157,8 +154,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("pod failure policy FailJob on an exit code", func(t *testing.T) {
-		t.Parallel()
+	run("pod failure policy FailJob on an exit code", func(t *testing.T) {
 		ns := createNamespace(t, cs, "failjob")
 		spec := newJob("strict", 3, 1, "100ms", 42)
 		spec.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
@@ -181,8 +177,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("activeDeadlineSeconds stops a job that runs too long", func(t *testing.T) {
-		t.Parallel()
+	run("activeDeadlineSeconds stops a job that runs too long", func(t *testing.T) {
 		ns := createNamespace(t, cs, "deadline")
 		spec := newJob("slow", 2, 2, "1h", 0)
 		spec.Spec.ActiveDeadlineSeconds = ptr.To(int64(3))
@@ -204,8 +199,7 @@ func TestJob(t *testing.T) {
 		})
 	})
 
-	t.Run("a job created suspended starts when resumed", func(t *testing.T) {
-		t.Parallel()
+	run("a job created suspended starts when resumed", func(t *testing.T) {
 		ns := createNamespace(t, cs, "created-suspended")
 		spec := newJob("paused", 2, 2, "200ms", 0)
 		spec.Spec.Suspend = ptr.To(true)
@@ -231,8 +225,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("suspending a running job deletes its pods uncounted, resuming restarts them", func(t *testing.T) {
-		t.Parallel()
+	run("suspending a running job deletes its pods uncounted, resuming restarts them", func(t *testing.T) {
 		ns := createNamespace(t, cs, "suspend-running")
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("paused", 2, 2, "3s", 0), metav1.CreateOptions{})
 		if err != nil {
@@ -263,8 +256,7 @@ func TestJob(t *testing.T) {
 		assertResumed(t, j)
 	})
 
-	t.Run("backoffLimitPerIndex fails indexes one by one", func(t *testing.T) {
-		t.Parallel()
+	run("backoffLimitPerIndex fails indexes one by one", func(t *testing.T) {
 		ns := createNamespace(t, cs, "per-index")
 		spec := newJob("shards", 2, 2, "100ms", 1)
 		spec.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
@@ -288,8 +280,7 @@ func TestJob(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting a job frees its pods' finalizers", func(t *testing.T) {
-		t.Parallel()
+	run("deleting a job frees its pods' finalizers", func(t *testing.T) {
 		ns := createNamespace(t, cs, "deleted")
 		if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("gone", 2, 2, "1h", 0), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -317,8 +308,7 @@ func TestJob(t *testing.T) {
 		})
 	})
 
-	t.Run("kubectl create job and wait for completion", func(t *testing.T) {
-		t.Parallel()
+	run("kubectl create job and wait for completion", func(t *testing.T) {
 		createNamespace(t, cs, "kubectl")
 		if r := kubectl(t, c, "-n", "kubectl", "create", "job", "j", "--image=registry.example/x:1"); r.code != 0 {
 			t.Fatalf("kubectl create job: %d %s", r.code, r.stderr)

@@ -121,9 +121,13 @@ func TestPlanManage(t *testing.T) {
 		{name: "at parallelism: nothing to do", job: testJob(five, 2),
 			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0), testPod(pending, -1, 0)} }},
 		{name: "parallelism lowered deletes the excess", job: testJob(five, 1),
-			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0), testPod(pending, -1, 0), testPod(running, -1, 0)} }, delete: 2},
+			pods: func() []*corev1.Pod {
+				return []*corev1.Pod{testPod(running, -1, 0), testPod(pending, -1, 0), testPod(running, -1, 0)}
+			}, delete: 2},
 		{name: "suspended deletes every active pod", job: testJob(five, 2, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }),
-			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0), testPod(pending, -1, 0), testPod(succeeded, -1, 0)} }, delete: 2},
+			pods: func() []*corev1.Pod {
+				return []*corev1.Pod{testPod(running, -1, 0), testPod(pending, -1, 0), testPod(succeeded, -1, 0)}
+			}, delete: 2},
 		{name: "a terminating pod is replaced at once by default", job: testJob(five, 2),
 			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0), testPod(terminating, -1, 0)} }, create: 1},
 		{name: "podReplacementPolicy Failed waits for the terminating pod",
@@ -132,13 +136,15 @@ func TestPlanManage(t *testing.T) {
 		{name: "work queue: parallelism pods until one succeeds", job: testJob(nil, 3),
 			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0)} }, create: 2},
 		{name: "work queue: after a success nothing new starts", job: testJob(nil, 3),
-			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(running, -1, 0), testPod(succeeded, -1, time.Minute)} }},
+			pods: func() []*corev1.Pod {
+				return []*corev1.Pod{testPod(running, -1, 0), testPod(succeeded, -1, time.Minute)}
+			}},
 		{name: "a recent failure holds the replacement back", job: testJob(five, 1), pods: none,
 			backoff: backoffRecord{failuresAfterLastSuccess: 2, lastFailure: t0.Add(-5 * time.Second)}, wait: 15 * time.Second},
 		{name: "an old failure does not", job: testJob(five, 1), pods: none,
 			backoff: backoffRecord{failuresAfterLastSuccess: 2, lastFailure: t0.Add(-time.Minute)}, create: 1},
 		{name: "indexed: lowest missing indexes first", job: testJob(five, 3, indexed),
-			pods: func() []*corev1.Pod { return []*corev1.Pod{testPod(succeeded, 0, time.Minute), testPod(running, 2, 0)} },
+			pods:   func() []*corev1.Pod { return []*corev1.Pod{testPod(succeeded, 0, time.Minute), testPod(running, 2, 0)} },
 			create: 2, indexes: []int{1, 3}},
 		{name: "indexed: a duplicate index is deleted", job: testJob(five, 3, indexed),
 			pods: func() []*corev1.Pod {

@@ -108,7 +108,7 @@ func TestIntervals(t *testing.T) {
 		{in: "", completions: 5, add: []int{0, 1, 2, 3, 4}, want: "0-4", total: 5},
 		{in: "0,1", completions: 5, want: "0,1", total: 2},
 		{in: "1,3-5,7", completions: 10, add: []int{2, 6}, want: "1-7", total: 7},
-		{in: "1-3,5", completions: 3, want: "1,2", total: 2}, // shrunk below the list
+		{in: "1-3,5", completions: 3, want: "1,2", total: 2},      // shrunk below the list
 		{in: "x,2,4-y,6", completions: 10, want: "2,6", total: 2}, // garbage skipped
 		{in: "5,1", completions: 10, add: []int{0}, want: "0,1,5", total: 3},
 	} {
