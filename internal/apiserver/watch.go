@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -128,6 +129,14 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, namespac
 		}
 	}
 	match := matcher(opts)
+	if namespace != "" {
+		// The ring holds every namespace's events: a namespaced watch
+		// sees only keys under its namespace.
+		prefix, inner := h.prefix(namespace), match
+		match = func(o *cacheObject) bool {
+			return strings.HasPrefix(o.key, prefix) && (inner == nil || inner(o))
+		}
+	}
 	start, err := h.cache.startWatch(h.prefix(namespace), fromRev, initial)
 	if errors.Is(err, storage.ErrCompacted) {
 		// Upstream answers a too-old watch with a 200 and one ERROR event.

@@ -7,12 +7,14 @@ package controllers
 import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
+	"github.com/rudder-dev/rudder/internal/controllers/cronjob"
 	"github.com/rudder-dev/rudder/internal/controllers/daemonset"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 	"github.com/rudder-dev/rudder/internal/controllers/disruption"
 	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
 	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
+	"github.com/rudder-dev/rudder/internal/controllers/job"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
@@ -41,6 +43,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		replicaset.RCDescriptor,
 		statefulset.Descriptor,
 		daemonset.Descriptor,
+		job.Descriptor,
+		cronjob.Descriptor,
 		endpoints.Descriptor,
 		endpointslice.Descriptor,
 		garbagecollector.Descriptor,

@@ -331,3 +331,32 @@ func TestWatchBookmarksAndTimeouts(t *testing.T) {
 		wantStatus(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
 	})
 }
+
+// A namespaced watch sees only its namespace, whatever it starts from.
+func TestWatchNamespaceScoped(t *testing.T) {
+	e := newAPIEnv(t, Config{})
+	ctx := context.Background()
+	a, b := e.namespace(t, "scope-a"), e.namespace(t, "scope-b")
+	for _, rv := range []string{"", "0"} {
+		t.Run("resourceVersion="+rv, func(t *testing.T) {
+			w, err := e.cs.CoreV1().ConfigMaps(a).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			name := "other" + rv
+			if _, err := e.cs.CoreV1().ConfigMaps(b).Create(ctx, testConfigMap(name, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			mine := "mine" + rv
+			if _, err := e.cs.CoreV1().ConfigMaps(a).Create(ctx, testConfigMap(mine, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range readUntil(t, w, "ADDED "+mine) {
+				if m, ok := ev.Object.(metav1.Object); ok && m.GetNamespace() != a {
+					t.Errorf("watch of %s got %s of %s/%s", a, ev.Type, m.GetNamespace(), m.GetName())
+				}
+			}
+		})
+	}
+}

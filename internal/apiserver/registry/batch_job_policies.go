@@ -363,7 +363,10 @@ func validateJobStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	if s.CompletionTime != nil && os.CompletionTime != nil && !s.CompletionTime.Equal(os.CompletionTime) {
 		allErrs = append(allErrs, field.Invalid(p.Child("completionTime"), s.CompletionTime, "completionTime cannot be mutated"))
 	}
-	if os.StartTime != nil && startChanged && (j.Spec.Suspend == nil || !*j.Spec.Suspend) {
+	// A job being resumed (Suspended=True → not) restarts its clock in the
+	// same write, as upstream allows since kubernetes#134769.
+	resumed := jobConditionHeld(o, batchv1.JobSuspended) && !jobConditionHeld(j, batchv1.JobSuspended)
+	if os.StartTime != nil && startChanged && (j.Spec.Suspend == nil || !*j.Spec.Suspend) && !resumed {
 		allErrs = append(allErrs, field.Required(p.Child("startTime"), "startTime cannot be removed for unsuspended job"))
 	}
 	if jobConditionHeld(o, batchv1.JobSuccessCriteriaMet) && !successMet {

@@ -6,6 +6,9 @@ import (
 	"maps"
 	"strings"
 	"time"
+	// spec.timeZone must resolve the same on every host, including
+	// minimal images without /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
