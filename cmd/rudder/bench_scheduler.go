@@ -27,7 +27,8 @@ runs some pods, as upstream's scheduler_perf does. Scenarios (--scenario):
   preemption     500 nodes of 4 CPU filled by 4 low-priority 1-CPU pods each,
                  then one high-priority 1-CPU pod per node: each must preempt
   unschedulable  as basic, plus 1000 pods that never fit parked first, while
-                 a node is added and the previous one removed every 100 ms
+                 every 100 ms a big tainted node is added (waking them, in
+                 vain) and the previous one removed
 
 Modes (--mode):
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,19 @@ type Profile struct {
 	handle  *handle
 	metrics *profileMetrics
 	waiting *waitingPods
+
+	// Per-cycle buffers, reused (see runScore).
+	totalsBuf []framework.NodeScore
+	scoreBuf  [][]framework.NodeScore
+}
+
+// grow returns (*buf)[:n], reallocating only when it is too short.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
 
 type weightedScore struct {
@@ -136,13 +150,24 @@ func (p *Profile) runPreFilter(ctx context.Context, state *framework.CycleState,
 			}
 		}
 	}
+	active := make([]framework.FilterPlugin, 0, len(p.filter))
+	for _, pl := range p.filter {
+		if !state.SkipFilter[pl.Name()] {
+			active = append(active, pl)
+		}
+	}
+	state.ActiveFilters = active
 	return result, nil
 }
 
 // runFilters runs the Filter plugins on one node; the first rejection wins.
 func (p *Profile) runFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	for _, pl := range p.filter {
-		if len(state.SkipFilter) > 0 && state.SkipFilter[pl.Name()] {
+	filters, checkSkip := state.ActiveFilters, false
+	if filters == nil {
+		filters, checkSkip = p.filter, len(state.SkipFilter) > 0
+	}
+	for _, pl := range filters {
+		if checkSkip && state.SkipFilter[pl.Name()] {
 			continue
 		}
 		if s := pl.Filter(ctx, state, pod, ni); !s.IsSuccess() {
@@ -213,24 +238,32 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 			active = append(active, pl)
 		}
 	}
-	totals := make([]framework.NodeScore, len(nodes))
+	// The buffers are reused across cycles: one profile schedules one
+	// pod at a time.
+	totals := grow(&p.totalsBuf, len(nodes))
 	for i, n := range nodes {
-		totals[i].Name = n.Name()
+		totals[i] = framework.NodeScore{Name: n.Name()}
 	}
 	if len(active) == 0 {
 		return totals, nil
 	}
-	scores := make([][]framework.NodeScore, len(active))
-	for i := range scores {
-		scores[i] = make([]framework.NodeScore, len(nodes))
+	for len(p.scoreBuf) < len(active) {
+		p.scoreBuf = append(p.scoreBuf, nil)
 	}
+	scores := p.scoreBuf[:len(active)]
+	for i := range scores {
+		scores[i] = grow(&p.scoreBuf[i], len(nodes))
+	}
+	var errMu sync.Mutex
 	errs := make([]*framework.Status, len(active))
 	p.handle.parallel.Until(ctx, len(nodes), func(i int) {
 		ni := nodes[i]
 		for j, pl := range active {
 			s, st := pl.Score(ctx, state, pod, ni)
 			if !st.IsSuccess() {
+				errMu.Lock()
 				errs[j] = st
+				errMu.Unlock()
 				return
 			}
 			scores[j][i] = framework.NodeScore{Name: ni.Name(), Score: s}

@@ -226,7 +226,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, prof *Profile, state *frame
 	if len(feasible) == 0 {
 		return scheduleResult{}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
 	}
-	evaluated := len(feasible) + len(diag.NodeToStatus)
+	evaluated := s.lastProcessed
 	if len(feasible) == 1 {
 		return scheduleResult{node: feasible[0].Name(), evaluated: evaluated, feasible: 1}, nil
 	}
@@ -327,8 +327,10 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		return nodes, diag, nil
 	}
 	want := numFeasibleNodesToFind(prof.PercentageOfNodesToScore, len(nodes))
-	feasible := make([]*framework.NodeInfo, want)
-	statuses := make([]*framework.Status, len(nodes))
+	// Buffers reused across cycles (cycles run one at a time).
+	feasible := grow(&s.feasibleBuf, want)
+	statuses := grow(&s.statusBuf, len(nodes))
+	clear(statuses)
 	var found, processed atomic.Int64
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -363,6 +365,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 	n := min(int(found.Load()), want)
 	feasible = feasible[:n]
 	s.nextStartNodeIndex += uint64(processed.Load())
+	s.lastProcessed = int(processed.Load())
 	var firstErr *framework.Status
 	for i, st := range statuses {
 		if st == nil {
@@ -370,6 +373,11 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		}
 		if !st.IsRejected() {
 			firstErr = st
+			continue
+		}
+		// Why each node failed only matters when none fits (preemption
+		// and the FailedScheduling message).
+		if len(feasible) > 0 {
 			continue
 		}
 		diag.NodeToStatus[nodes[i].Name()] = st

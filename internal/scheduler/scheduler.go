@@ -76,6 +76,10 @@ type Scheduler struct {
 	// nextStartNodeIndex rotates where filtering starts, so that with
 	// adaptive percentages all nodes get examined over time.
 	nextStartNodeIndex uint64
+	// Per-cycle buffers and figures, reused (one cycle at a time).
+	feasibleBuf   []*framework.NodeInfo
+	statusBuf     []*framework.Status
+	lastProcessed int
 }
 
 // New builds a scheduler and its profiles. Plugins request the informers
@@ -123,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Scheduler, error) {
 		if s.recordEvents {
 			h.recorder = s.broadcaster.NewRecorder(scheme.Scheme, spec.name)
 		} else {
-			h.recorder = events.NewFakeRecorder(0)
+			h.recorder = &events.FakeRecorder{} // nil channel: events dropped, never blocking
 		}
 		p, err := buildProfile(ctx, spec, registry, h)
 		if err != nil {

@@ -30,7 +30,7 @@ const renew = 100 * time.Millisecond // lease renewal period in these tests
 func startServer(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir()})
+	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir(), Controllers: []string{"-*"}, DisableScheduler: true})
 	if err != nil {
 		cancel()
 		t.Fatalf("start server: %v", err)

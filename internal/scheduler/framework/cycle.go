@@ -18,35 +18,69 @@ type StateData interface {
 // caller owns); Read from anywhere, including the parallel Filter and
 // Score calls. That is why there is no lock.
 type CycleState struct {
-	data map[StateKey]StateData
+	// A handful of plugins write here: a linear scan of a short slice
+	// beats hashing on the per-node hot path, and equal constant keys
+	// compare by pointer first.
+	data []stateEntry
 	// SkipFilter and SkipScore list plugins that returned Skip from
 	// PreFilter / PreScore in this cycle; the framework fills them.
 	SkipFilter map[string]bool
 	SkipScore  map[string]bool
+	// ActiveFilters, when set by the framework after PreFilter, are the
+	// Filter plugins not skipped in this cycle, so that the per-node loop
+	// does no map lookups.
+	ActiveFilters []FilterPlugin
+}
+
+type stateEntry struct {
+	key  StateKey
+	data StateData
 }
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{data: make(map[StateKey]StateData, 8)}
+	return &CycleState{data: make([]stateEntry, 0, 12)}
 }
 
 // Read returns the data under key, or nil.
-func (c *CycleState) Read(key StateKey) StateData { return c.data[key] }
+func (c *CycleState) Read(key StateKey) StateData {
+	for i := range c.data {
+		if c.data[i].key == key {
+			return c.data[i].data
+		}
+	}
+	return nil
+}
 
 // Write stores data under key.
-func (c *CycleState) Write(key StateKey, d StateData) { c.data[key] = d }
+func (c *CycleState) Write(key StateKey, d StateData) {
+	for i := range c.data {
+		if c.data[i].key == key {
+			c.data[i].data = d
+			return
+		}
+	}
+	c.data = append(c.data, stateEntry{key, d})
+}
 
 // Delete removes key.
-func (c *CycleState) Delete(key StateKey) { delete(c.data, key) }
+func (c *CycleState) Delete(key StateKey) {
+	for i := range c.data {
+		if c.data[i].key == key {
+			c.data = append(c.data[:i], c.data[i+1:]...)
+			return
+		}
+	}
+}
 
 // Clone copies the state, cloning every value.
 func (c *CycleState) Clone() *CycleState {
 	if c == nil {
 		return nil
 	}
-	n := &CycleState{data: make(map[StateKey]StateData, len(c.data)), SkipFilter: c.SkipFilter, SkipScore: c.SkipScore}
-	for k, v := range c.data {
-		n.data[k] = v.Clone()
+	n := &CycleState{data: make([]stateEntry, len(c.data), cap(c.data)), SkipFilter: c.SkipFilter, SkipScore: c.SkipScore, ActiveFilters: c.ActiveFilters}
+	for i, e := range c.data {
+		n.data[i] = stateEntry{e.key, e.data.Clone()}
 	}
 	return n
 }
