@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/server"
 )
 
@@ -45,11 +46,15 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra names or IPs for the serving certificate")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let requests without credentials in as system:anonymous")
+	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{auth.DefaultServiceAccountIssuer},
+		"issuer (\"iss\") of service-account tokens; repeat to accept tokens of former issuers, the first is the one new tokens name")
+	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the API accepts tokens for (default: the first --service-account-issuer)")
 	f.DurationVar(&cfg.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often etcd history is compacted")
 	f.StringVar(&cfg.ServiceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which services get cluster IPs")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
+	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 50*time.Second, "how long a node may go without renewing its lease before it is marked NotReady and tainted")
 	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the in-process scheduler (to run another one against this API server)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")
 	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil,

@@ -28,10 +28,14 @@ import (
 //
 //   - a container does not state a cpu or memory request or limit the
 //     quota limits: "failed quota: q: must specify limits.cpu for: app";
-//   - the controller has not measured the quota yet: "status unknown for
-//     quota: q, resources: pods";
+//   - the controller has not measured a limit yet (status.hard names it,
+//     status.used does not): "status unknown for quota: q, resources:
+//     pods";
 //   - used + requested would pass hard: "exceeded quota: q, requested:
 //     pods=1, used: pods=10, limited: pods=10".
+//
+// Quota judges by status.hard, the limits the controller has taken up,
+// as upstream does: a quota it has not synced at all covers nothing yet.
 //
 // Otherwise the usage is *committed* before the write is admitted: the
 // quota's status.used is raised by a compare-and-swap status write. That
@@ -66,8 +70,8 @@ import (
 // Status writes go straight to the API server's update path
 // (StatusWriter), not through a loopback client: the same
 // compare-and-swap on the etcd revision, validation and watch events as a
-// client's PUT .../status, without a TLS round trip, authentication and
-// a second pass through admission per batch.
+// client's PUT .../status (admission included), without a TLS round
+// trip and authentication per batch, and with no credentials to keep.
 type ResourceQuota struct {
 	cfg ResourceQuotaConfig
 
@@ -414,21 +418,4 @@ func rqNewer(a, b *corev1.ResourceQuota) bool {
 	ra, errA := strconv.ParseInt(a.ResourceVersion, 10, 64)
 	rb, errB := strconv.ParseInt(b.ResourceVersion, 10, 64)
 	return errA == nil && errB == nil && ra > rb
-}
-
-// With returns a chain of c's plugins followed by those of ps whose name
-// c does not have yet. It lets the server add ResourceQuota at the end of
-// the chain until the plugin registry (plugins.go) builds it itself; the
-// name check keeps it from running twice once it does.
-func (c *Chain) With(ps ...Plugin) *Chain {
-	var out []Plugin
-	if c != nil {
-		out = slices.Clone(c.plugins)
-	}
-	for _, p := range ps {
-		if !slices.ContainsFunc(out, func(x Plugin) bool { return x.Name() == p.Name() }) {
-			out = append(out, p)
-		}
-	}
-	return NewChain(out...)
 }

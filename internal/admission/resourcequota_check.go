@@ -158,9 +158,10 @@ func rqCheck(quotas []*corev1.ResourceQuota, a *Attributes, m resourcequota.Meas
 		if !copied {
 			out, copied = slices.Clone(quotas), true
 		}
-		c := q.DeepCopy()
-		c.Status.Used = used
-		out[i] = c
+		// A new status on a shallow copy: the rest is shared with the
+		// cache and, like it, never modified (the writer copies it).
+		out[i] = &corev1.ResourceQuota{TypeMeta: q.TypeMeta, ObjectMeta: q.ObjectMeta, Spec: q.Spec,
+			Status: corev1.ResourceQuotaStatus{Hard: q.Status.Hard, Used: used}}
 	}
 	return out, nil
 }

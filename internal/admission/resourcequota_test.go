@@ -373,10 +373,12 @@ func (s *rqStore) ListObjects(_ context.Context, gvr schema.GroupVersionResource
 	if s.lag && !fresh {
 		return s.cache, nil
 	}
+	// Shared, as a watch cache's are: stored quotas are replaced on
+	// write, never modified.
 	var out []runtime.Object
 	for _, q := range s.quotas {
 		if q.Namespace == namespace {
-			out = append(out, q.DeepCopy())
+			out = append(out, q)
 		}
 	}
 	return out, nil
@@ -401,7 +403,7 @@ func (s *rqStore) UpdateObjectStatus(_ context.Context, gvr schema.GroupVersionR
 	next := cur.DeepCopy()
 	next.Status = *in.Status.DeepCopy()
 	s.put(next)
-	return next.DeepCopy(), nil
+	return next, nil
 }
 
 func rqCreate(name string) *Attributes {

@@ -5,6 +5,8 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
 	"github.com/rudder-dev/rudder/internal/controllers/cronjob"
@@ -18,8 +20,8 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
-	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
+	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
 	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
 	"github.com/rudder-dev/rudder/internal/controllers/statefulset"
@@ -32,6 +34,9 @@ type Config struct {
 	// kube-root-ca.crt; with CAKeyPEM it signs approved certificate
 	// signing requests (without the key, no signer runs).
 	CAPEM, CAKeyPEM []byte
+	// NodeMonitorGracePeriod is the node lifecycle controller's grace
+	// period (its default when 0).
+	NodeMonitorGracePeriod time.Duration
 }
 
 // Descriptors returns every controller, in upstream's order. The list is
@@ -49,7 +54,7 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		endpointslice.Descriptor,
 		garbagecollector.Descriptor,
 		namespace.Descriptor,
-		nodelifecycle.Descriptor,
+		nodelifecycle.NewDescriptor(nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}),
 		nodelifecycle.TaintEvictionDescriptor,
 		serviceaccount.Descriptor,
 		rootcacert.NewDescriptor(cfg.CAPEM),

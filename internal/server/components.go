@@ -67,7 +67,7 @@ func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
 	if err != nil {
 		slog.Warn("no CA key: certificate signing requests will not be signed", "err", err)
 	}
-	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM, CAKeyPEM: caKey})
+	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM, CAKeyPEM: caKey, NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod})
 	any := false
 	for _, d := range descriptors {
 		if controller.Enabled(d.Name, cfg.Controllers, d.DisabledByDefault) {

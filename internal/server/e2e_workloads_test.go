@@ -225,3 +225,71 @@ func (b *podBoundsWatch) stop() (minReady, maxPods int) {
 	return b.minReady, b.maxPods
 }
 
+
+// A node that stops (its machine "dies") goes NotReady after the grace
+// period, is tainted, and its pods are evicted and recreated elsewhere.
+func TestClusterNodeFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a node grace period")
+	}
+	srv, rc := startTestServer(t, Config{SimulatedNodes: 3, Controllers: []string{"*"}, NodeMonitorGracePeriod: 15 * time.Second})
+	select {
+	case <-srv.SimNodes.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("simulated nodes did not register")
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	k := kubectlFor(t, srv.Kubeconfig)
+	ctx := context.Background()
+	manifest := strings.Replace(deploymentYAML("resilient", "nginx", 3), "      containers:", `      tolerations:
+      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 1}
+      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 1}
+      containers:`, 1)
+	k.run(t, manifest, "apply", "-f", "-")
+	k.ok(t, "rollout", "status", "deploy/resilient", "--timeout=60s")
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=resilient"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods: %v", err)
+	}
+	victim := pods.Items[0].Spec.NodeName
+	k.ok(t, "annotate", "node", victim, "simnode.rudder.dev/stopped=true")
+
+	eventually(t, 60*time.Second, victim+" NotReady and tainted unreachable", func() (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		tainted := false
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeUnreachable && taint.Effect == corev1.TaintEffectNoExecute {
+				tainted = true
+			}
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return tainted && c.Status == corev1.ConditionUnknown, nil
+			}
+		}
+		return false, nil
+	})
+	out := k.ok(t, "get", "node", victim)
+	if !strings.Contains(out, "NotReady") {
+		t.Errorf("kubectl get node shows:\n%s", out)
+	}
+	eventually(t, 60*time.Second, "3 running pods away from "+victim, func() (bool, error) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=resilient"})
+		if err != nil {
+			return false, err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				if p.Spec.NodeName == victim {
+					return false, nil
+				}
+				running++
+			}
+		}
+		return running == 3, nil
+	})
+}

@@ -50,6 +50,14 @@ type Config struct {
 	TokenAuthFile string
 	// AnonymousAuth lets requests without credentials in as system:anonymous.
 	AnonymousAuth bool
+	// ServiceAccountIssuers are the "iss" of service-account tokens: the
+	// first is written into new tokens, all are accepted
+	// (auth.DefaultServiceAccountIssuer when empty).
+	ServiceAccountIssuers []string
+	// APIAudiences are the audiences the API accepts tokens for, and
+	// those of a token request that names none (the first issuer when
+	// empty).
+	APIAudiences []string
 	// CompactionInterval is how often etcd history is compacted (5 min).
 	CompactionInterval time.Duration
 	// WatchCacheCapacity is the events kept per resource for resuming watches.
@@ -69,6 +77,9 @@ type Config struct {
 	// --controllers does: "*" for the defaults, "name" to add one,
 	// "-name" to drop one, "-*" for none. Empty means "*".
 	Controllers []string
+	// NodeMonitorGracePeriod is how long a node may go silent before the
+	// node lifecycle controller marks it NotReady (upstream's 50 s when 0).
+	NodeMonitorGracePeriod time.Duration
 	// EnableAdmissionPlugins and DisableAdmissionPlugins choose the
 	// admission plugins as kube-apiserver's flags of those names do:
 	// upstream's default set runs unless disabled, others run when
@@ -186,13 +197,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	store := storage.NewStore(s.etcd.Client)
 
-	authenticators := []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{})}
+	issuers, apiAudiences := serviceAccountIssuers(cfg)
+	var tokens []auth.TokenAuthenticator
 	if cfg.TokenAuthFile != "" {
 		tf, err := auth.LoadTokenFile(cfg.TokenAuthFile)
 		if err != nil {
 			return nil, err
 		}
-		authenticators = append(authenticators, auth.NewBearerAuthenticator(tf))
+		tokens = append(tokens, auth.AudienceAgnostic(apiAudiences, tf))
 	}
 	svcNet, err := apiserver.ParseServiceNetwork(cfg.ServiceCIDR, cfg.NodePortRange)
 	if err != nil {
@@ -201,12 +213,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	api, err := apiserver.New(apiserver.Config{
 		ServiceNetwork:     svcNet,
 		Store:              store,
-		Authenticator:      auth.NewAuthenticator(auth.AuthenticatorConfig{Authenticators: authenticators, Anonymous: cfg.AnonymousAuth}),
 		WatchCacheCapacity: cfg.WatchCacheCapacity,
 	})
 	if err != nil {
 		return nil, err
 	}
+	saIssuer, saAuth, err := serviceAccountTokenAuth(bundle, issuers, apiAudiences, api)
+	if err != nil {
+		return nil, err
+	}
+	api.SetAuthenticator(auth.NewAuthenticator(auth.AuthenticatorConfig{
+		Authenticators: []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{}), auth.NewBearerAuthenticator(append(tokens, saAuth)...)},
+		Anonymous:      cfg.AnonymousAuth,
+	}))
 	rbacSource := api.RBACSource()
 	authz := auth.NewDefaultAuthorizer(rbacSource)
 	api.SetAuthorization(authz, func(r *http.Request, u *auth.User) (*auth.User, error) {
@@ -220,11 +239,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Namespaces:                   api,
 		ImmortalNamespaces:           systemNamespaces[:3],
 		Objects:                      api,
+		Status:                       api,
 		Escalation:                   &auth.EscalationCheck{Authorizer: authz, RBAC: auth.NewRBACAuthorizer(rbacSource), Source: rbacSource},
 		NotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
 		UnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 	})
-	chain = chain.With(admission.NewResourceQuota(admission.ResourceQuotaConfig{Objects: api, Status: api})) // ResourceQuota helper: until plugins.go's registry builds ResourceQuota
 	slog.Info("admission chain", "plugins", chain.Names())
 	api.SetAdmission(chain)
 	s.API = api
@@ -236,6 +255,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	if err := api.SetServiceAccountTokens(apiserver.ServiceAccountTokens{Issuer: saIssuer, APIAudiences: apiAudiences,
+		ExternalAddress: externalAddress(cfg.BindAddress, port)}); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	if err := api.EnsureObjects(ctx, bootstrapObjects(svcNet.FirstIP(), port)); err != nil {
 		ln.Close()
 		return nil, err
@@ -385,4 +409,48 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 
 func rbacGVK(kind string) schema.GroupVersionKind {
 	return rbacv1.SchemeGroupVersion.WithKind(kind)
+}
+
+// serviceAccountIssuers fills the issuer and API-audience defaults.
+func serviceAccountIssuers(cfg Config) (issuers, apiAudiences []string) {
+	issuers = cfg.ServiceAccountIssuers
+	if len(issuers) == 0 {
+		issuers = []string{auth.DefaultServiceAccountIssuer}
+	}
+	apiAudiences = cfg.APIAudiences
+	if len(apiAudiences) == 0 {
+		apiAudiences = issuers[:1]
+	}
+	return issuers, apiAudiences
+}
+
+// serviceAccountTokenAuth builds the signer of service-account tokens
+// (the PKI's sa.key) and their authenticator, which checks them against
+// sa.pub and the ServiceAccounts the API server serves.
+func serviceAccountTokenAuth(bundle *pki.Bundle, issuers, apiAudiences []string, api *apiserver.Server) (*auth.TokenIssuer, auth.TokenAuthenticator, error) {
+	issuer, err := auth.NewTokenIssuer(issuers[0], bundle.ServiceAccountKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := auth.ParsePublicKeys(bundle.ServiceAccountPubPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service-account public key: %w", err)
+	}
+	authn, err := auth.NewServiceAccountTokenAuthenticator(auth.ServiceAccountTokenConfig{
+		Issuers: issuers, Keys: keys, APIAudiences: apiAudiences, Objects: api.ServiceAccountObjects(),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return issuer, authn, nil
+}
+
+// externalAddress is where clients reach the API, for the jwks_uri of
+// the issuer discovery document: the bind address, or loopback when
+// bound to every address.
+func externalAddress(bind string, port int) string {
+	if ip := net.ParseIP(bind); bind == "" || ip != nil && ip.IsUnspecified() {
+		bind = "127.0.0.1"
+	}
+	return net.JoinHostPort(bind, strconv.Itoa(port))
 }

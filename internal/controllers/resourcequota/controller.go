@@ -73,6 +73,7 @@ type quotaController struct {
 	clock  clock.PassiveClock
 	log    *slog.Logger
 	queue  *controller.Controller
+	mem    quotaMemory
 }
 
 func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, error) {
@@ -117,6 +118,9 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 		AddFunc: c.queue.Enqueue,
 		UpdateFunc: func(old, cur interface{}) {
 			o, n := old.(*corev1.ResourceQuota), cur.(*corev1.ResourceQuota)
+			if key, err := cache.MetaNamespaceKeyFunc(n); err == nil {
+				c.mem.observe(key, o, n, c.clock.Now())
+			}
 			// Our own status writes come back here; only a new intent
 			// (spec), or a status that lost it, needs a sync.
 			if !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) || !equalLists(n.Spec.Hard, n.Status.Hard) {
@@ -208,11 +212,13 @@ func (c *quotaController) Reconcile(ctx context.Context, key string) (controller
 	}
 	q, err := c.quotas.ResourceQuotas(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.mem.forget(key)
 		return controller.Result{}, nil
 	}
 	if err != nil {
 		return controller.Result{}, err
 	}
+	q = c.mem.latest(key, q)
 	evals := slices.Clone(c.typed)
 	counts, countErr := c.counts.evaluators(ctx, names(q.Spec.Hard))
 	evals = append(evals, counts...)
@@ -220,21 +226,32 @@ func (c *quotaController) Reconcile(ctx context.Context, key string) (controller
 	used, measured, until, usageErr := calculateUsage(q, evals, now)
 	// What could be measured is written even when something failed; the
 	// rest keeps its old value and the sync is retried.
-	if st, dirty := newStatus(q, used, measured); dirty {
+	st, dirty := newStatus(q, used, measured)
+	hold := c.mem.holdUntil(key)
+	if now.Before(hold) && holdUsage(&st, q) {
+		dirty = q.Status.Hard == nil || q.Status.Used == nil || !equalLists(st.Hard, q.Status.Hard) || !equalLists(st.Used, q.Status.Used)
+	} else {
+		hold = time.Time{}
+	}
+	if dirty {
 		next := q.DeepCopy()
 		next.Status = st
-		_, err := c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		stored, err := c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			return controller.Result{}, nil
 		}
 		if err != nil {
 			return controller.Result{}, err
 		}
+		c.mem.remember(key, stored)
 	}
 	if err := errors.Join(countErr, usageErr); err != nil {
 		return controller.Result{}, err
 	}
 	after := c.cfg.SyncPeriod
+	if !hold.IsZero() && hold.Sub(now) < after {
+		after = hold.Sub(now) + 10*time.Millisecond
+	}
 	if !until.IsZero() {
 		// A moment past the instant, so the pod is over it when we look.
 		if d := until.Sub(now) + 100*time.Millisecond; d < after {
