@@ -60,6 +60,9 @@ func subresourcesOf(res *registry.Resource) []subresource {
 	if res.Resource == "pods" {
 		out = append(out, subresource{"binding", metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 	}
+	if res.Resource == "serviceaccounts" {
+		out = append(out, subresource{"token", metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, []string{"create"}})
+	}
 	if res.Resource == "namespaces" {
 		out = append(out, subresource{"finalize", self, []string{"update"}})
 	}

@@ -28,6 +28,8 @@ type resourceHandler struct {
 	hooks *writeHooks
 	// deprecation is the warning every request gets, for deprecated kinds.
 	deprecation string
+	// review answers a create of a virtual resource (cache is nil then).
+	review reviewFunc
 }
 
 func (h *resourceHandler) key(namespace, name string) string {

@@ -21,6 +21,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	if v, ok := s.virtual[gvr]; ok && len(info.Parts) <= 3 {
+		v.serveReview(w, r, info)
+		return
+	}
 	h, ok := s.handlers[gvr]
 	if !ok || len(info.Parts) > 3 {
 		if info.Resource == "" && r.Method == http.MethodGet {
@@ -104,6 +108,17 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return
 		}
 		h.bind(w, r, namespace, info.Name)
+	case "token":
+		if h.res.Resource != "serviceaccounts" || s.saTokens == nil {
+			s.writeError(w, r, notFound())
+			return
+		}
+		info.served = true
+		if r.Method != http.MethodPost {
+			s.writeError(w, r, methodNotAllowed(r, info))
+			return
+		}
+		h.createToken(w, r, namespace, info.Name)
 	case "finalize":
 		if h.res.Resource != "namespaces" {
 			s.writeError(w, r, notFound())
@@ -171,6 +186,8 @@ func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *
 		s.serveHealth(w, r, "readyz", true)
 	case p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
+	case p == oidcConfigPath || p == jwksPath:
+		s.serveOIDC(w, r, p)
 	case p == "/metrics":
 		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	case p == "/":

@@ -34,6 +34,10 @@ type Config struct {
 	Impersonate func(r *http.Request, u *auth.User) (*auth.User, error)
 	// Authorizer decides every request; nil allows everything.
 	Authorizer auth.Authorizer
+	// RuleResolver answers SelfSubjectRulesReview. Nil means RBAC over
+	// the server's own roles and bindings when an Authorizer is set, and
+	// every rule when none is (everything is allowed then).
+	RuleResolver auth.RuleResolver
 	// Admission is the admission chain; it may be built after New, from
 	// the server's own caches, and set with SetAdmission before Start.
 	Admission *admission.Chain
@@ -60,6 +64,12 @@ type Server struct {
 	metrics   *prometheus.Registry
 
 	handlers map[schema.GroupVersionResource]*resourceHandler
+	// virtual are the resources with no storage (reviews): no cache, only
+	// create, answered by the handler's review func.
+	virtual map[schema.GroupVersionResource]*resourceHandler
+	// saTokens issues and publishes service-account tokens; nil until
+	// SetServiceAccountTokens.
+	saTokens *serviceAccountTokens
 	// groups lists API groups and versions in discovery order.
 	groups    []groupVersions
 	discovery *discoveryCache
@@ -102,18 +112,27 @@ func New(cfg Config) (*Server, error) {
 		clock:     cfg.Clock,
 		metrics:   cfg.Registry,
 		handlers:  map[schema.GroupVersionResource]*resourceHandler{},
+		virtual:   map[schema.GroupVersionResource]*resourceHandler{},
 		ready:     make(chan struct{}),
 	}
 	s.codec = storage.NewCodec(s.codecs.scheme)
 	seen := map[string]int{}
 	for _, res := range cfg.Resources {
 		gvr := res.GroupVersionResource()
-		if _, dup := s.handlers[gvr]; dup {
+		_, dup := s.handlers[gvr]
+		if _, vdup := s.virtual[gvr]; dup || vdup {
 			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
 		}
 		h := &resourceHandler{s: s, res: res, gvk: res.GroupVersionKind(), gr: gvr.GroupResource(), deprecation: deprecationWarning(res)}
-		h.cache = newWatchCache(res, s.store, s.codec, s.codecs, cfg.WatchCacheCapacity)
-		s.handlers[gvr] = h
+		if res.Virtual {
+			if h.review = s.reviewFor(gvr.GroupResource()); h.review == nil {
+				return nil, fmt.Errorf("apiserver: virtual resource %s has no review", gvr)
+			}
+			s.virtual[gvr] = h
+		} else {
+			h.cache = newWatchCache(res, s.store, s.codec, s.codecs, cfg.WatchCacheCapacity)
+			s.handlers[gvr] = h
+		}
 		i, ok := seen[res.Group]
 		if !ok {
 			i = len(s.groups)
@@ -155,6 +174,12 @@ func (s *Server) SetAuthorization(az auth.Authorizer, impersonate func(r *http.R
 	s.cfg.Authorizer = az
 	s.cfg.Impersonate = impersonate
 }
+
+// SetAuthenticator replaces Config.Authenticator, for authenticators built
+// from the server's own caches after New (service-account tokens are
+// checked against the ServiceAccounts it serves). It must be called
+// before the server serves.
+func (s *Server) SetAuthenticator(a auth.Authenticator) { s.cfg.Authenticator = a }
 
 // SetAdmission installs the admission chain. It must be called before
 // Start.

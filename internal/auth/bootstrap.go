@@ -120,6 +120,18 @@ var bootstrapRoles = []roleSpec{
 	{name: "system:public-info-viewer", rules: []ruleRow{
 		{verbs: getOnly, urls: "/livez /readyz /healthz /version /version/"},
 	}},
+	// For servers that authenticate and authorize their own clients by
+	// asking the API server (metrics-server, aggregated API servers): an
+	// operator binds it to their service accounts.
+	{name: "system:auth-delegator", rules: []ruleRow{
+		{verbs: create, group: "authentication.k8s.io", resources: "tokenreviews"},
+		{verbs: create, group: "authorization.k8s.io", resources: "subjectaccessreviews"},
+	}},
+	// Relying parties (a pod's workload, or anything a cluster admin binds
+	// it to) fetch these to verify service-account tokens offline.
+	{name: "system:service-account-issuer-discovery", rules: []ruleRow{
+		{verbs: getOnly, urls: "/.well-known/openid-configuration /openid/v1/jwks"},
+	}},
 }
 
 // bootstrapBindings bind the roles above to the groups every request is
@@ -134,6 +146,7 @@ var bootstrapBindings = []struct {
 	{"system:basic-user", []string{AllAuthenticated}},
 	{"system:discovery", []string{AllAuthenticated}},
 	{"system:public-info-viewer", []string{AllAuthenticated, AllUnauthenticated}},
+	{"system:service-account-issuer-discovery", []string{AllServiceAccountsGroup}},
 }
 
 // BootstrapClusterRoles returns the cluster roles rudder creates on first

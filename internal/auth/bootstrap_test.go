@@ -83,6 +83,9 @@ func TestBootstrapPolicyGrants(t *testing.T) {
 		{"anonymous reads version", pathAttrs(anonymous, "get", "/version"), true},
 		{"anonymous reads healthz", pathAttrs(anonymous, "get", "/healthz"), true},
 		{"anonymous can't discover", pathAttrs(anonymous, "get", "/apis"), false},
+		{"service accounts read the issuer discovery document", pathAttrs(authed("system:serviceaccount:ns:app", "system:serviceaccounts"), "get", "/.well-known/openid-configuration"), true},
+		{"service accounts read the issuer keys", pathAttrs(authed("system:serviceaccount:ns:app", "system:serviceaccounts"), "get", "/openid/v1/jwks"), true},
+		{"other users can't read the issuer keys", pathAttrs(stranger, "get", "/openid/v1/jwks"), false},
 		{"anonymous can't ask SARs", resourceAttrs(anonymous, "create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", ""), false},
 	}
 	for _, tc := range tests {
@@ -125,7 +128,8 @@ func TestBootstrapObjects(t *testing.T) {
 
 	t.Run("expected roles exist", func(t *testing.T) {
 		for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:aggregate-to-admin",
-			"system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user", "system:discovery", "system:public-info-viewer"} {
+			"system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user", "system:discovery", "system:public-info-viewer",
+			"system:auth-delegator", "system:service-account-issuer-discovery"} {
 			if roles[name] == nil {
 				t.Errorf("missing cluster role %s", name)
 			}
@@ -182,6 +186,7 @@ func TestBootstrapObjects(t *testing.T) {
 			{"system:basic-user", []string{"system:authenticated"}},
 			{"system:discovery", []string{"system:authenticated"}},
 			{"system:public-info-viewer", []string{"system:authenticated", "system:unauthenticated"}},
+			{"system:service-account-issuer-discovery", []string{"system:serviceaccounts"}},
 		}
 		if len(bindings) != len(tests) {
 			t.Errorf("got %d bindings, want %d", len(bindings), len(tests))

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers"
@@ -94,12 +95,17 @@ func TestChaosControllerManagerRestarts(t *testing.T) {
 	}
 	waitRolledOut(t, cs, "chaos", "v1", replicas, 120*time.Second)
 	// The update, under the same chaos.
-	cur, err := cs.AppsV1().Deployments("default").Get(ctx, "chaos", metav1.GetOptions{})
+	// The controllers write status meanwhile: update on a fresh copy.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cs.AppsV1().Deployments("default").Get(ctx, "chaos", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Template.Spec.Containers[0].Image = "v2"
+		_, err = cs.AppsV1().Deployments("default").Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Template.Spec.Containers[0].Image = "v2"
-	if _, err := cs.AppsV1().Deployments("default").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitRolledOut(t, cs, "chaos", "v2", replicas, 120*time.Second)

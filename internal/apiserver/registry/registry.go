@@ -8,6 +8,8 @@ func All() []*Resource {
 	for _, group := range [][]*Resource{
 		coreResources(),
 		appsResources(),
+		authenticationResources(),
+		authorizationResources(),
 		batchResources(),
 		certificatesResources(),
 		coordinationResources(),

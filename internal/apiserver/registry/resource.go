@@ -35,6 +35,12 @@ type Resource struct {
 	// update watch.
 	Verbs []string
 
+	// Virtual means the resource has no objects: nothing is stored,
+	// listed or watched, and its one verb is create, whose answer the API
+	// server computes from the request (access reviews, token reviews).
+	// Default and Validate still apply to the posted object.
+	Virtual bool
+
 	// HasStatus means the object has a status subresource: writes to the
 	// main resource keep the stored status, writes to /status keep
 	// everything else.
