@@ -184,7 +184,7 @@ func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *
 		s.serveHealth(w, r, "livez", false)
 	case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
 		s.serveHealth(w, r, "readyz", true)
-	case p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
+	case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
 		s.serveOpenAPI(w, r)
 	case p == oidcConfigPath || p == jwksPath:
 		s.serveOIDC(w, r, p)

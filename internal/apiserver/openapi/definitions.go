@@ -1,0 +1,172 @@
+package openapi
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// The two reference styles: a v2 document keeps its schemas under
+// definitions, a v3 document under components/schemas. The generated code
+// bakes the reference into every schema, so each style is a separate call
+// of GetOpenAPIDefinitions.
+const (
+	refPrefixV2 = "#/definitions/"
+	refPrefixV3 = "#/components/schemas/"
+)
+
+// definitionBuilds counts calls of GetOpenAPIDefinitions, so a test can
+// hold the server's start-up to building nothing.
+var definitionBuilds atomic.Int64
+
+// getDefinitions is GetOpenAPIDefinitions, counted. Its signature is
+// common.GetOpenAPIDefinitions: the builders call it with a callback that
+// turns a model name into a reference.
+func getDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	definitionBuilds.Add(1)
+	return GetOpenAPIDefinitions(ref)
+}
+
+// definitionsWithRefs returns every generated definition, referring to
+// others with prefix.
+func definitionsWithRefs(prefix string) map[string]common.OpenAPIDefinition {
+	return getDefinitions(func(name string) spec.Ref {
+		return spec.MustCreateRef(prefix + common.EscapeJsonPointer(name))
+	})
+}
+
+// kindNamer names definitions and tags the ones that are kinds. The
+// builders call name for every definition they add; a definition whose Go
+// type the scheme knows gets x-kubernetes-group-version-kind listing every
+// kind it is registered as, sorted by group, version and kind as upstream
+// sorts them (meta/v1 DeleteOptions is a kind of every group version).
+type kindNamer struct {
+	gvks map[string][]schema.GroupVersionKind // by model name
+}
+
+// kinds is the namer over the client-go scheme, which registers every
+// group version of k8s.io/api. It is built once, on first use.
+var kinds = sync.OnceValue(func() *kindNamer { return newKindNamer(clientgoscheme.Scheme) })
+
+func newKindNamer(s *runtime.Scheme) *kindNamer {
+	n := &kindNamer{gvks: map[string][]schema.GroupVersionKind{}}
+	for gvk, t := range s.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal {
+			continue
+		}
+		name := modelName(t)
+		if !containsGVK(n.gvks[name], gvk) {
+			n.gvks[name] = append(n.gvks[name], gvk)
+		}
+	}
+	for _, list := range n.gvks {
+		sort.Slice(list, func(i, j int) bool {
+			a, b := list[i], list[j]
+			if a.Group != b.Group {
+				return a.Group < b.Group
+			}
+			if a.Version != b.Version {
+				return a.Version < b.Version
+			}
+			return a.Kind < b.Kind
+		})
+	}
+	return n
+}
+
+func containsGVK(list []schema.GroupVersionKind, gvk schema.GroupVersionKind) bool {
+	for _, g := range list {
+		if g == gvk {
+			return true
+		}
+	}
+	return false
+}
+
+// modelName is the definition name of a Go type: what its OpenAPIModelName
+// method says (every k8s.io/api and apimachinery type has one), else its
+// package path and name, reversed the way upstream reverses them.
+func modelName(t reflect.Type) string {
+	if n, ok := reflect.New(t).Interface().(util.OpenAPIModelNamer); ok {
+		return n.OpenAPIModelName()
+	}
+	return util.ToRESTFriendlyName(t.PkgPath() + "." + t.Name())
+}
+
+// name is a common.Config GetDefinitionName. The extension value is built
+// of plain maps and slices, the shape it has after a JSON round trip,
+// because managedfields reads it in process in exactly that shape.
+func (n *kindNamer) name(model string) (string, spec.Extensions) {
+	list, ok := n.gvks[model]
+	if !ok {
+		return model, nil
+	}
+	ext := make([]interface{}, 0, len(list))
+	for _, gvk := range list {
+		ext = append(ext, map[string]interface{}{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind})
+	}
+	return model, spec.Extensions{extensionGVK: ext}
+}
+
+// kindModels lists the model names of every kind that has a generated
+// definition, sorted.
+func (n *kindNamer) kindModels(defs map[string]common.OpenAPIDefinition) []string {
+	var names []string
+	for name := range n.gvks {
+		if _, ok := defs[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+const extensionGVK = "x-kubernetes-group-version-kind"
+
+// schemas builds the v3 schemas of every kind and what they reference.
+var schemas = sync.OnceValues(func() (map[string]*spec.Schema, error) {
+	defs := definitionsWithRefs(refPrefixV3)
+	names := kinds().kindModels(defs)
+	out, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
+		Definitions:       defs,
+		GetDefinitionName: kinds().name,
+	}, names...)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: build schemas: %w", err)
+	}
+	return out, nil
+})
+
+// Schemas returns the OpenAPI v3 schema of every built-in kind (every kind
+// of the client-go scheme) and of every type those schemas reference,
+// keyed by model name ("io.k8s.api.apps.v1.Deployment"). Kinds carry
+// x-kubernetes-group-version-kind; references point into the same map
+// ("#/components/schemas/<name>"). The map is built once, on the first
+// call, and shared: callers must not modify it.
+func Schemas() (map[string]*spec.Schema, error) { return schemas() }
+
+var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
+	s, err := Schemas()
+	if err != nil {
+		return nil, err
+	}
+	return managedfields.NewTypeConverter(s, false)
+})
+
+// TypeConverter returns the structured-merge-diff type converter of every
+// built-in kind, built from Schemas once, on the first call: what
+// server-side apply needs to turn objects into typed values (the list
+// types and map keys of the schemas decide how fields merge and who owns
+// them).
+func TypeConverter() (managedfields.TypeConverter, error) { return typeConverter() }
