@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
 )
 
@@ -34,8 +35,8 @@ func TestApprover(t *testing.T) {
 	grant(t, c.Client, "selfnodeclient", "certificatesigningrequests/selfnodeclient", rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:nodes"})
 
 	caPEM, caKeyPEM := clusterCA(t, c)
-	startController(t, c, certificates.ApprovingDescriptor)
-	startController(t, c, certificates.NewSigningDescriptor(caPEM, caKeyPEM))
+	controllertest.Run(t, c.Config, certificates.ApprovingDescriptor)
+	controllertest.Run(t, c.Config, certificates.NewSigningDescriptor(caPEM, caKeyPEM))
 
 	nodeRequest := func(t *testing.T, as kubernetes.Interface, name, node string, usages ...certificatesv1.KeyUsage) []byte {
 		t.Helper()
@@ -50,7 +51,7 @@ func TestApprover(t *testing.T) {
 	}
 	waitApproved := func(t *testing.T, name, message string) {
 		t.Helper()
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			got, err := csrs.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()

@@ -1,7 +1,6 @@
 package certificates_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,9 +10,7 @@ import (
 	"encoding/pem"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,57 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
-	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 )
-
-// startController builds d from the cluster's admin config, starts the
-// informers and runs d's loops until the test ends. (Each controller
-// package keeps its own copy of this helper.)
-func startController(t *testing.T, c *clustertest.Cluster, d controller.Descriptor) *controller.Context {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	cx, err := controller.NewContext(ctx, c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runnables, err := d.New(ctx, cx)
-	if err != nil {
-		t.Fatalf("build %s: %v", d.Name, err)
-	}
-	if err := cx.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runnables {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", d.Name, err)
-			}
-		})
-	}
-	return cx
-}
-
-// eventually polls cond every 50 ms until it returns true or the timeout
-// passes; the last message explains a failure.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // clusterCA returns the cluster CA certificate and key as the server
 // keeps them on disk.
@@ -111,34 +59,11 @@ func newCSR(name, signer string, request []byte, usages ...certificatesv1.KeyUsa
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: signer, Usages: usages}}
 }
 
-// kubectl runs the kubectl binary against the cluster and returns its
-// standard output; a failure fails the test.
-func kubectl(t *testing.T, c *clustertest.Cluster, args ...string) string {
-	t.Helper()
-	bin := os.Getenv("KUBECTL")
-	if bin == "" {
-		bin = "/usr/bin/kubectl"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no kubectl: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{"KUBECONFIG=" + c.Server.Kubeconfig, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
-}
-
 // waitIssued waits for the request's certificate and parses it.
 func waitIssued(t *testing.T, cs kubernetes.Interface, name string) *x509.Certificate {
 	t.Helper()
 	var issued []byte
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		csr, err := cs.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
 )
 
@@ -28,7 +29,7 @@ func TestSigner(t *testing.T) {
 	csrs := c.Client.CertificatesV1().CertificateSigningRequests()
 	caPEM, caKeyPEM := clusterCA(t, c)
 	// A two-hour maximum, so the cap is visible without waiting a year.
-	startController(t, c, certificates.NewSigningDescriptorWithConfig(certificates.SigningConfig{
+	controllertest.Run(t, c.Config, certificates.NewSigningDescriptorWithConfig(certificates.SigningConfig{
 		CACertPEM: caPEM, CAKeyPEM: caKeyPEM, Duration: 2 * time.Hour}))
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
@@ -36,7 +37,7 @@ func TestSigner(t *testing.T) {
 	approve := func(t *testing.T, name string) {
 		t.Helper()
 		// kubectl only talks to /approval; nothing else approves here.
-		kubectl(t, c, "certificate", "approve", name)
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "certificate", "approve", name)
 	}
 
 	t.Run("approved client certificate is issued and authenticates", func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestSigner(t *testing.T) {
 			t.Errorf("listing pods with the issued certificate: %v, want 403 naming user jane", err)
 		}
 
-		out := kubectl(t, c, "get", "csr", "jane", "--no-headers")
+		out := controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "csr", "jane", "--no-headers")
 		if f := strings.Fields(out); len(f) != 6 || f[2] != certificatesv1.KubeAPIServerClientSignerName || f[4] != "60m" || f[5] != "Approved,Issued" {
 			t.Errorf("kubectl get csr jane: %q", out)
 		}
@@ -100,7 +101,7 @@ func TestSigner(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		kubectl(t, c, "certificate", "deny", "mallory")
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "certificate", "deny", "mallory")
 		// The control is approved after the denial: once it is issued, the
 		// signer has seen mallory denied.
 		approve(t, "control")
@@ -115,7 +116,7 @@ func TestSigner(t *testing.T) {
 				t.Errorf("%s was issued a certificate; conditions %s", name, conditionsOf(got))
 			}
 		}
-		if out := kubectl(t, c, "get", "csr", "mallory", "--no-headers"); !strings.HasSuffix(strings.TrimSpace(out), "Denied") {
+		if out := controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "csr", "mallory", "--no-headers"); !strings.HasSuffix(strings.TrimSpace(out), "Denied") {
 			t.Errorf("kubectl get csr mallory: %q", out)
 		}
 		// An approver cannot overturn a denial: the API refuses both.
@@ -165,7 +166,7 @@ func TestSigner(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				eventually(t, 10*time.Second, func() (bool, string) {
+				controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 					got, err := csrs.Get(ctx, tc.name, metav1.GetOptions{})
 					if err != nil {
 						return false, err.Error()
@@ -180,7 +181,7 @@ func TestSigner(t *testing.T) {
 				})
 			})
 		}
-		if out := kubectl(t, c, "get", "csr", "kubelet-client-wrong-org", "--no-headers"); !strings.HasSuffix(strings.TrimSpace(out), "Approved,Failed") {
+		if out := controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "csr", "kubelet-client-wrong-org", "--no-headers"); !strings.HasSuffix(strings.TrimSpace(out), "Approved,Failed") {
 			t.Errorf("kubectl get csr: %q", out)
 		}
 	})

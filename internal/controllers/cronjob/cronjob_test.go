@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
-	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/cronjob"
 	"github.com/rudder-dev/rudder/internal/controllers/job"
 )
@@ -27,35 +27,9 @@ import (
 // startCronJobs runs the CronJob controller alone, on clk.
 func startCronJobs(t *testing.T, cfg *rest.Config, clk *testclock.FakeClock) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cx, err := controller.NewContext(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cx := controllertest.NewContext(t, cfg)
 	cx.Clock = clk
-	runnables, err := cronjob.Descriptor.New(ctx, cx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cx.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{}, len(runnables))
-	for _, r := range runnables {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			if err := r.Run(ctx); err != nil {
-				t.Errorf("run: %v", err)
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for range runnables {
-			<-done
-		}
-		cx.Informers.Shutdown()
-	})
+	controllertest.RunContext(t, cx, cronjob.Descriptor)
 }
 
 // newCronJob runs every minute; its jobs' pods run for runFor and exit
@@ -96,8 +70,8 @@ func TestCronJob(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
 	ctx := context.Background()
-	startBinder(t, cs, 3)
-	startManager(t, c.Config, job.Descriptor) // jobs run on the real clock
+	controllertest.StartBinder(t, cs)
+	controllertest.RunManager(t, c.Config, job.Descriptor) // jobs run on the real clock
 	start := time.Now()
 	clk := testclock.NewFakeClock(start)
 	startCronJobs(t, c.Config, clk)
@@ -114,7 +88,7 @@ func TestCronJob(t *testing.T) {
 	}
 	latest := start
 	for ns, cj := range scenarios {
-		createNamespace(t, cs, ns)
+		controllertest.CreateNamespace(t, cs, ns)
 		created, err := cs.BatchV1().CronJobs(ns).Create(ctx, cj, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -185,7 +159,7 @@ func TestCronJob(t *testing.T) {
 	clk.SetTime(m2.Add(5 * time.Second))
 	waitJobs(t, cs, "allow", name("allow", m1), name("allow", m2))
 	t.Run("Forbid skips while the last job runs", func(t *testing.T) {
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			msgs := events(t, cs, "forbid", "JobAlreadyActive")
 			return len(msgs) > 0, fmt.Sprintf("JobAlreadyActive events %q", msgs)
 		})
@@ -237,7 +211,7 @@ func jobNames(t *testing.T, cs kubernetes.Interface, ns string) []string {
 func waitJobs(t *testing.T, cs kubernetes.Interface, ns string, want ...string) []*batchv1.Job {
 	t.Helper()
 	slices.Sort(want)
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		got := jobNames(t, cs, ns)
 		return slices.Equal(got, want), fmt.Sprintf("jobs in %s: %v, want %v", ns, got, want)
 	})
@@ -264,7 +238,7 @@ func assertJobs(t *testing.T, cs kubernetes.Interface, ns string, want ...string
 
 func waitFinished(t *testing.T, cs kubernetes.Interface, ns, name string, cond batchv1.JobConditionType) {
 	t.Helper()
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		j, err := cs.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -281,7 +255,7 @@ func waitFinished(t *testing.T, cs kubernetes.Interface, ns, name string, cond b
 func waitCronJob(t *testing.T, cs kubernetes.Interface, ns string, cond func(*batchv1.CronJob) bool) *batchv1.CronJob {
 	t.Helper()
 	var cj *batchv1.CronJob
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		var err error
 		cj, err = cs.BatchV1().CronJobs(ns).Get(context.Background(), ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || err != nil {

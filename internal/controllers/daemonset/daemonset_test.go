@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/daemonset"
 )
 
@@ -21,19 +22,19 @@ import (
 func TestDaemonSet(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
-	startBinder(t, cs, 3)
-	startManager(t, c.Config, daemonset.Descriptor)
+	controllertest.StartBinder(t, cs)
+	controllertest.RunManager(t, c.Config, daemonset.Descriptor)
 	ctx := context.Background()
 	kubeconfig := c.Server.Kubeconfig
 	all := []string{"sim-0", "sim-1", "sim-2"}
 
 	t.Run("one pod on every node", func(t *testing.T) {
-		ns := createNamespace(t, cs, "every")
+		ns := controllertest.CreateNamespace(t, cs, "every")
 		if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, newDS("x"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := kubectl(t, kubeconfig, "-n", ns, "rollout", "status", "ds/x", "--timeout=30s"); err != nil || !strings.Contains(out, `daemon set "x" successfully rolled out`) {
-			t.Fatalf("kubectl rollout status: %v\n%s", err, out)
+		if out := controllertest.KubectlOutput(t, kubeconfig, "-n", ns, "rollout", "status", "ds/x", "--timeout=30s"); !strings.Contains(out, `daemon set "x" successfully rolled out`) {
+			t.Fatalf("kubectl rollout status said %q", out)
 		}
 		waitDS(t, cs, ns, "x", 10*time.Second, settled(3))
 		if got := podNodes(t, cs, ns); !slices.Equal(got, all) {
@@ -58,7 +59,7 @@ func TestDaemonSet(t *testing.T) {
 	})
 
 	t.Run("taints and labels decide which nodes run it", func(t *testing.T) {
-		ns := createNamespace(t, cs, "placement")
+		ns := controllertest.CreateNamespace(t, cs, "placement")
 		patchNode(t, cs, "sim-2", `{"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]}}`)
 		t.Cleanup(func() { patchNode(t, cs, "sim-2", `{"spec":{"taints":null}}`) })
 		if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, newDS("x"), metav1.CreateOptions{}); err != nil {
@@ -74,7 +75,7 @@ func TestDaemonSet(t *testing.T) {
 		// A NoExecute taint evicts it.
 		patchNode(t, cs, "sim-2", `{"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoExecute"}]}}`)
 		waitDS(t, cs, ns, "x", 10*time.Second, settled(2))
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			got := podNodes(t, cs, ns)
 			return slices.Equal(got, []string{"sim-0", "sim-1"}), strings.Join(got, ",")
 		})
@@ -91,14 +92,14 @@ func TestDaemonSet(t *testing.T) {
 		waitDS(t, cs, ns, "edge", 10*time.Second, settled(1))
 		patchNode(t, cs, "sim-1", `{"metadata":{"labels":{"role":null}}}`)
 		waitDS(t, cs, ns, "edge", 10*time.Second, settled(0))
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			pods, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=edge"})
 			return len(pods.Items) == 0, "edge pods remain"
 		})
 	})
 
 	t.Run("rolling update replaces one node at a time", func(t *testing.T) {
-		ns := createNamespace(t, cs, "rolling")
+		ns := controllertest.CreateNamespace(t, cs, "rolling")
 		log := watchPods(t, cs, ns)
 		if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, newDS("x"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -108,9 +109,7 @@ func TestDaemonSet(t *testing.T) {
 		if _, err := cs.AppsV1().DaemonSets(ns).Patch(ctx, "x", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := kubectl(t, kubeconfig, "-n", ns, "rollout", "status", "ds/x", "--timeout=30s"); err != nil {
-			t.Fatalf("kubectl rollout status: %v\n%s", err, out)
-		}
+		controllertest.KubectlOutput(t, kubeconfig, "-n", ns, "rollout", "status", "ds/x", "--timeout=30s")
 		ds := waitDS(t, cs, ns, "x", 10*time.Second, settled(3))
 		pods, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		for _, p := range pods.Items {
@@ -120,7 +119,7 @@ func TestDaemonSet(t *testing.T) {
 		}
 		// maxUnavailable 1: a node's old pod goes only once the previous
 		// node's new pod is ready, and its new pod only once it is gone.
-		entries := log.snapshot()
+		entries := log.Log()
 		var order []string
 		down := ""
 		for _, e := range entries {

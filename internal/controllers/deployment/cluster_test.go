@@ -1,14 +1,8 @@
 package deployment_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,66 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/clock"
 
-	"github.com/rudder-dev/rudder/internal/clustertest"
-	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 )
 
 // neverReady marks a template whose pods the test's stand-in ReplicaSet
 // controller never reports ready.
 const neverReady = "test.rudder.dev/never-ready"
-
-// runController runs the deployment controller against the cluster, as
-// the controller manager would, until the returned stop is called.
-func runController(t *testing.T, c *clustertest.Cluster) (stop func()) {
-	t.Helper()
-	client := kubernetes.NewForConfigOrDie(c.Config)
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(client, 0)
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	cx := &controller.Context{
-		Client:    client,
-		Informers: factory,
-		Recorder: func(component string) record.EventRecorder {
-			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-		},
-		Clock: clock.RealClock{},
-		Log:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	runnables, err := deployment.Descriptor.New(ctx, cx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	var wg sync.WaitGroup
-	for _, r := range runnables {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("controller: %v", err)
-			}
-		})
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			wg.Wait()
-			factory.Shutdown()
-			broadcaster.Shutdown()
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // runFakeReplicaSets stands in for the ReplicaSet controller: delay
 // after a replica set's spec changes, it reports every replica created,
@@ -171,20 +115,14 @@ func newTestDeployment(name string, replicas int32) *appsv1.Deployment {
 	}
 }
 
-// waitFor polls cond until it holds or the timeout passes.
+// waitFor polls cond until it holds or the timeout passes; what names
+// the wait in a failure, with cond's last error.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
+	controllertest.Eventually(t, timeout, func() (bool, string) {
 		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+		return ok, fmt.Sprintf("waiting for %s (last error: %v)", what, err)
+	})
 }
 
 // waitComplete waits until the deployment's latest spec is rolled out.
@@ -301,35 +239,6 @@ func (r *rsRecorder) check(t *testing.T) {
 	for _, f := range r.failures {
 		t.Error(f)
 	}
-}
-
-type kubectlResult struct {
-	stdout, stderr string
-	code           int
-}
-
-func kubectl(t *testing.T, c *clustertest.Cluster, args ...string) kubectlResult {
-	t.Helper()
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not found")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{"KUBECONFIG=" + c.Server.Kubeconfig, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	res := kubectlResult{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return res
 }
 
 // scalingEvents returns the messages of the ScalingReplicaSet events on

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
 )
 
@@ -25,7 +26,7 @@ func TestDeploymentController(t *testing.T) {
 	}
 	c := clustertest.Start(t, clustertest.Options{})
 	client := c.Client
-	runController(t, c)
+	controllertest.Run(t, c.Config, deployment.Descriptor)
 	runFakeReplicaSets(t, client, 100*time.Millisecond)
 	ctx := context.Background()
 
@@ -66,9 +67,9 @@ func TestDeploymentController(t *testing.T) {
 		}
 		waitEvent(t, client, "web", fmt.Sprintf("Scaled up replica set %s from 0 to 3", first.Name))
 
-		res := kubectl(t, c, "rollout", "status", "deploy/web", "--timeout=20s")
-		if res.code != 0 || !strings.Contains(res.stdout, `deployment "web" successfully rolled out`) {
-			t.Fatalf("kubectl rollout status: code %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		res := controllertest.Kubectl(t, c.Server.Kubeconfig, "rollout", "status", "deploy/web", "--timeout=20s")
+		if res.Code != 0 || !strings.Contains(res.Stdout, `deployment "web" successfully rolled out`) {
+			t.Fatalf("kubectl rollout status: code %d\nstdout: %s\nstderr: %s", res.Code, res.Stdout, res.Stderr)
 		}
 
 		// Roll out a new image; surge 1, unavailable 0 bound every step.
@@ -76,9 +77,9 @@ func TestDeploymentController(t *testing.T) {
 		updateDeployment(t, client, "web", func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
 		})
-		res = kubectl(t, c, "rollout", "status", "deploy/web", "--timeout=20s")
-		if res.code != 0 || !strings.Contains(res.stdout, `deployment "web" successfully rolled out`) {
-			t.Fatalf("kubectl rollout status during rollout: code %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		res = controllertest.Kubectl(t, c.Server.Kubeconfig, "rollout", "status", "deploy/web", "--timeout=20s")
+		if res.Code != 0 || !strings.Contains(res.Stdout, `deployment "web" successfully rolled out`) {
+			t.Fatalf("kubectl rollout status during rollout: code %d\nstdout: %s\nstderr: %s", res.Code, res.Stdout, res.Stderr)
 		}
 		d = waitComplete(t, client, "web")
 		rec.check(t)
@@ -116,9 +117,7 @@ func TestDeploymentController(t *testing.T) {
 		}
 
 		// kubectl rollout restart changes a template annotation: a new replica set.
-		if res := kubectl(t, c, "rollout", "restart", "deploy/web"); res.code != 0 {
-			t.Fatalf("kubectl rollout restart: %s", res.stderr)
-		}
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "rollout", "restart", "deploy/web")
 		d = waitComplete(t, client, "web")
 		if n := len(ownedReplicaSets(t, client, d)); n != 3 || d.Annotations[deployment.RevisionAnnotation] != "3" {
 			t.Errorf("after restart: %d replica sets, revision %q", n, d.Annotations[deployment.RevisionAnnotation])
@@ -128,9 +127,7 @@ func TestDeploymentController(t *testing.T) {
 	t.Run("pause stops progress but not scaling", func(t *testing.T) {
 		createDeployment(t, client, newTestDeployment("paused", 2))
 		d := waitComplete(t, client, "paused")
-		if res := kubectl(t, c, "rollout", "pause", "deploy/paused"); res.code != 0 {
-			t.Fatalf("kubectl rollout pause: %s", res.stderr)
-		}
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "rollout", "pause", "deploy/paused")
 		updateDeployment(t, client, "paused", func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
 		})
@@ -142,9 +139,7 @@ func TestDeploymentController(t *testing.T) {
 			c := getCondition(&d.Status, appsv1.DeploymentProgressing)
 			return c != nil && c.Reason == deployment.ReasonPaused && c.Status == corev1.ConditionUnknown && d.Status.ObservedGeneration == d.Generation, nil
 		})
-		if res := kubectl(t, c, "scale", "deploy/paused", "--replicas=4"); res.code != 0 {
-			t.Fatalf("kubectl scale: %s", res.stderr)
-		}
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "scale", "deploy/paused", "--replicas=4")
 		waitFor(t, "paused deployment scaled", 10*time.Second, func() (bool, error) {
 			rss := ownedReplicaSets(t, client, d)
 			return len(rss) == 1 && replicasOf(rss[0]) == 4 && rss[0].Status.AvailableReplicas == 4, nil
@@ -153,9 +148,7 @@ func TestDeploymentController(t *testing.T) {
 		if rss := ownedReplicaSets(t, client, d); len(rss) != 1 {
 			t.Fatalf("paused deployment created a replica set (%d)", len(rss))
 		}
-		if res := kubectl(t, c, "rollout", "resume", "deploy/paused"); res.code != 0 {
-			t.Fatalf("kubectl rollout resume: %s", res.stderr)
-		}
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "rollout", "resume", "deploy/paused")
 		d = waitComplete(t, client, "paused")
 		rss := ownedReplicaSets(t, client, d)
 		if len(rss) != 2 || d.Status.UpdatedReplicas != 4 {
@@ -188,18 +181,16 @@ func TestDeploymentController(t *testing.T) {
 		})
 		// kubectl rollout undo patches the template back to revision 3's:
 		// that replica set becomes the new one, revision 5.
-		if res := kubectl(t, c, "rollout", "undo", "deploy/hist"); res.code != 0 {
-			t.Fatalf("kubectl rollout undo: %s", res.stderr)
-		}
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "rollout", "undo", "deploy/hist")
 		d = waitComplete(t, client, "hist")
 		want = []string{"example.com/app:v3@5", "example.com/app:v4@4"}
 		waitFor(t, "rolled back", 10*time.Second, func() (bool, error) { return slices.Equal(images(), want), nil })
 		if d.Annotations[deployment.RevisionAnnotation] != "5" {
 			t.Errorf("deployment revision = %q", d.Annotations[deployment.RevisionAnnotation])
 		}
-		res := kubectl(t, c, "rollout", "history", "deploy/hist")
-		if res.code != 0 || !strings.Contains(res.stdout, "4 ") || !strings.Contains(res.stdout, "5 ") {
-			t.Errorf("kubectl rollout history: code %d\n%s%s", res.code, res.stdout, res.stderr)
+		res := controllertest.Kubectl(t, c.Server.Kubeconfig, "rollout", "history", "deploy/hist")
+		if res.Code != 0 || !strings.Contains(res.Stdout, "4 ") || !strings.Contains(res.Stdout, "5 ") {
+			t.Errorf("kubectl rollout history: code %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 		}
 	})
 
@@ -221,9 +212,9 @@ func TestDeploymentController(t *testing.T) {
 		if len(rss) != 1 || cond.Status != corev1.ConditionFalse || cond.Message != fmt.Sprintf("ReplicaSet %q has timed out progressing.", rss[0].Name) {
 			t.Errorf("Progressing = %+v", cond)
 		}
-		res := kubectl(t, c, "rollout", "status", "deploy/stuck", "--timeout=10s")
-		if res.code == 0 || !strings.Contains(res.stderr, `deployment "stuck" exceeded its progress deadline`) {
-			t.Errorf("kubectl rollout status: code %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		res := controllertest.Kubectl(t, c.Server.Kubeconfig, "rollout", "status", "deploy/stuck", "--timeout=10s")
+		if res.Code == 0 || !strings.Contains(res.Stderr, `deployment "stuck" exceeded its progress deadline`) {
+			t.Errorf("kubectl rollout status: code %d\nstdout: %s\nstderr: %s", res.Code, res.Stdout, res.Stderr)
 		}
 	})
 
@@ -280,7 +271,7 @@ func TestReleaseAndCollision(t *testing.T) {
 	}
 	c := clustertest.Start(t, clustertest.Options{})
 	client := c.Client
-	runController(t, c)
+	controllertest.Run(t, c.Config, deployment.Descriptor)
 	runFakeReplicaSets(t, client, 50*time.Millisecond)
 	ctx := context.Background()
 
@@ -321,7 +312,7 @@ func TestRestartMidRollout(t *testing.T) {
 	}
 	c := clustertest.Start(t, clustertest.Options{})
 	client := c.Client
-	stop := runController(t, c)
+	stop := controllertest.Run(t, c.Config, deployment.Descriptor)
 	runFakeReplicaSets(t, client, 250*time.Millisecond)
 
 	createDeployment(t, client, newTestDeployment("web", 4))
@@ -340,7 +331,7 @@ func TestRestartMidRollout(t *testing.T) {
 	})
 	stop()
 	time.Sleep(400 * time.Millisecond)
-	runController(t, c)
+	controllertest.Run(t, c.Config, deployment.Descriptor)
 	d = waitComplete(t, client, "web")
 	rec.check(t)
 	rss := ownedReplicaSets(t, client, d)

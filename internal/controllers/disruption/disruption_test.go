@@ -3,8 +3,6 @@ package disruption_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/disruption"
 )
 
@@ -32,7 +31,7 @@ func TestBudgets(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
 	waitServed(t, cs)
-	startController(t, c, disruption.Descriptor)
+	controllertest.Run(t, c.Config, disruption.Descriptor)
 
 	t.Run("minAvailable 2 over 3 ready pods allows 1, then 0", func(t *testing.T) {
 		ns := createNS(t, cs, "min-avail")
@@ -44,17 +43,17 @@ func TestBudgets(t *testing.T) {
 		if pdb.Status.ObservedGeneration != pdb.Generation {
 			t.Errorf("observedGeneration = %d, generation %d", pdb.Status.ObservedGeneration, pdb.Generation)
 		}
-		if got := row(kubectl(t, c, "get", "pdb", "-n", ns), "web"); got != "web 2 N/A 1" {
+		if got := row(controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "pdb", "-n", ns), "web"); got != "web 2 N/A 1" {
 			t.Errorf("kubectl get pdb: %q, want name, MIN AVAILABLE 2, MAX UNAVAILABLE N/A, ALLOWED DISRUPTIONS 1", got)
 		}
 
-		setReady(t, cs, ns, "web-1", false)
+		controllertest.SetPodReady(t, cs, ns, "web-1", false)
 		waitBudget(t, cs, ns, "web", want{healthy: 2, desired: 2, expected: 3, allowed: 0, reason: policyv1.InsufficientPodsReason})
-		if got := row(kubectl(t, c, "get", "pdb", "-n", ns), "web"); got != "web 2 N/A 0" {
+		if got := row(controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "pdb", "-n", ns), "web"); got != "web 2 N/A 0" {
 			t.Errorf("kubectl get pdb: %q, want ALLOWED DISRUPTIONS 0", got)
 		}
 
-		setReady(t, cs, ns, "web-1", true)
+		controllertest.SetPodReady(t, cs, ns, "web-1", true)
 		waitBudget(t, cs, ns, "web", want{healthy: 3, desired: 2, expected: 3, allowed: 1, reason: policyv1.SufficientPodsReason})
 		if err := cs.CoreV1().Pods(ns).Delete(context.Background(), "web-2", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -135,7 +134,7 @@ func TestBudgets(t *testing.T) {
 		ns := createNS(t, cs, "failsafe")
 		createPod(t, cs, ns, "lost-0", "lost", controllerRef("apps/v1", "ReplicaSet", "nowhere", "0c7e1f6c-0000-4000-8000-000000000000"))
 		createPDB(t, cs, ns, "lost", "lost", policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrIntStr("1")})
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "lost", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -180,7 +179,7 @@ func TestBudgets(t *testing.T) {
 			t.Errorf("disruptedPods = %v, want only db-0", pdb.Status.DisruptedPods)
 		}
 		// The eviction that never led to a deletion is reported on its pod.
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			evs, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -204,13 +203,13 @@ func TestBudgets(t *testing.T) {
 		waitReady(t, cs, ns, "kubelet")
 		waitReady(t, cs, ns, "recent")
 		old := metav1.NewTime(time.Now().Add(-3 * time.Minute))
-		setCondition(t, cs, ns, "recent", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		controllertest.SetPodCondition(t, cs, ns, "recent", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.Now()})
-		setCondition(t, cs, ns, "kubelet", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		controllertest.SetPodCondition(t, cs, ns, "kubelet", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, LastTransitionTime: old})
-		setCondition(t, cs, ns, "evicted", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		controllertest.SetPodCondition(t, cs, ns, "evicted", corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: "EvictionByEvictionAPI", LastTransitionTime: old})
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			st := podCondition(t, cs, ns, "evicted", corev1.DisruptionTarget)
 			return st == corev1.ConditionFalse, fmt.Sprintf("evicted: DisruptionTarget %q, want False", st)
 		})
@@ -235,7 +234,7 @@ type want struct {
 func waitBudget(t *testing.T, cs kubernetes.Interface, ns, name string, w want) *policyv1.PodDisruptionBudget {
 	t.Helper()
 	var got *policyv1.PodDisruptionBudget
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -262,7 +261,7 @@ func waitBudget(t *testing.T, cs kubernetes.Interface, ns, name string, w want) 
 // poddisruptionbudgets.
 func waitServed(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		_, err := cs.PolicyV1().PodDisruptionBudgets("default").List(context.Background(), metav1.ListOptions{})
 		return err == nil, fmt.Sprintf("list poddisruptionbudgets: %v", err)
 	})
@@ -273,11 +272,7 @@ var nsCounter int
 func createNS(t *testing.T, cs kubernetes.Interface, name string) string {
 	t.Helper()
 	nsCounter++
-	name = fmt.Sprintf("%s-%d", name, nsCounter)
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return controllertest.CreateNamespace(t, cs, fmt.Sprintf("%s-%d", name, nsCounter))
 }
 
 func podTemplate(app string) corev1.PodTemplateSpec {
@@ -347,49 +342,10 @@ func ptrIntStr(s string) *intstr.IntOrString {
 
 func waitReady(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		st := podCondition(t, cs, ns, name, corev1.PodReady)
 		return st == corev1.ConditionTrue, fmt.Sprintf("%s Ready=%q", name, st)
 	})
-}
-
-// setReady flips a running pod's Ready condition, as a failing readiness
-// probe would. The simulated node does not rewrite a Running pod's
-// status, so the change stays.
-func setReady(t *testing.T, cs kubernetes.Interface, ns, name string, ready bool) {
-	t.Helper()
-	st := corev1.ConditionTrue
-	if !ready {
-		// Running first, so the node's own status write cannot undo ours.
-		waitReady(t, cs, ns, name)
-		st = corev1.ConditionFalse
-	}
-	setCondition(t, cs, ns, name, corev1.PodCondition{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.Now()})
-}
-
-func setCondition(t *testing.T, cs kubernetes.Interface, ns, name string, cond corev1.PodCondition) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		found := false
-		for i := range pod.Status.Conditions {
-			if pod.Status.Conditions[i].Type == cond.Type {
-				pod.Status.Conditions[i] = cond
-				found = true
-			}
-		}
-		if !found {
-			pod.Status.Conditions = append(pod.Status.Conditions, cond)
-		}
-		_, err = cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func podCondition(t *testing.T, cs kubernetes.Interface, ns, name string, typ corev1.PodConditionType) corev1.ConditionStatus {
@@ -407,21 +363,6 @@ func podCondition(t *testing.T, cs kubernetes.Interface, ns, name string, typ co
 		}
 	}
 	return ""
-}
-
-// kubectl runs the real kubectl against the cluster.
-func kubectl(t *testing.T, c *clustertest.Cluster, args ...string) string {
-	t.Helper()
-	if _, err := os.Stat("/usr/bin/kubectl"); err != nil {
-		t.Skip("no kubectl at /usr/bin/kubectl")
-	}
-	cmd := exec.Command("/usr/bin/kubectl", append([]string{"--kubeconfig", c.Server.Kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
 
 // row is the line of a kubectl table that starts with name, its columns

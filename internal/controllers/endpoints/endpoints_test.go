@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/endpoints"
 )
 
@@ -46,7 +47,7 @@ func view(ep *corev1.Endpoints) []string {
 func waitView(t *testing.T, cs kubernetes.Interface, ns string, want ...string) *corev1.Endpoints {
 	t.Helper()
 	var ep *corev1.Endpoints
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		var err error
 		ep, err = cs.CoreV1().Endpoints(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		if err != nil {
@@ -62,7 +63,7 @@ func waitView(t *testing.T, cs kubernetes.Interface, ns string, want ...string) 
 
 func waitGone(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		_, err := cs.CoreV1().Endpoints(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("endpoints %s/%s: err=%v", ns, name, err)
 	})
@@ -86,7 +87,7 @@ func TestEndpoints(t *testing.T) {
 	// Before the controller starts: an Endpoints object whose Service is
 	// gone, a leader-election record kept in Endpoints, and a Service
 	// without a selector with the Endpoints its user wrote.
-	createNS(t, cs, "leftover")
+	controllertest.CreateNamespace(t, cs, "leftover")
 	for _, ep := range []*corev1.Endpoints{
 		userEndpoints("leftover", "orphan", nil),
 		userEndpoints("leftover", "lock", map[string]string{resourcelock.LeaderElectionRecordAnnotationKey: "{}"}),
@@ -96,11 +97,11 @@ func TestEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	manual := service("leftover", func(s *corev1.Service) { s.Name, s.Spec.Selector = "manual", nil })
-	createService(t, cs, manual)
+	manual := controllertest.WebService("leftover", func(s *corev1.Service) { s.Name, s.Spec.Selector = "manual", nil })
+	controllertest.CreateService(t, cs, manual)
 	kubernetesBefore, kubernetesErr := cs.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 
-	startController(t, c, endpoints.Descriptor)
+	controllertest.Run(t, c.Config, endpoints.Descriptor)
 
 	t.Run("at start, Endpoints without a Service are deleted", func(t *testing.T) {
 		waitGone(t, cs, "leftover", "orphan")
@@ -133,14 +134,14 @@ func TestEndpoints(t *testing.T) {
 
 	t.Run("three ready pods", func(t *testing.T) {
 		ns := "basic"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
 		for i := range 3 {
-			createPod(t, cs, pod(ns, fmt.Sprintf("p%d", i), fmt.Sprintf("sim-%d", i), 8080, holdDeletion))
+			controllertest.CreatePod(t, cs, controllertest.WebPod(ns, fmt.Sprintf("p%d", i), fmt.Sprintf("sim-%d", i), 8080, controllertest.HoldDeletion))
 		}
 		t.Cleanup(func() {
 			for i := range 3 {
-				releaseDeletion(t, cs, ns, fmt.Sprintf("p%d", i))
+				controllertest.ReleaseDeletion(t, cs, ns, fmt.Sprintf("p%d", i))
 			}
 		})
 		ep := waitView(t, cs, ns, "[http:8080] ready=p0,p1,p2 notReady=")
@@ -161,7 +162,7 @@ func TestEndpoints(t *testing.T) {
 		}
 
 		t.Run("a pod turns not ready", func(t *testing.T) {
-			setReady(t, cs, ns, "p0", false)
+			controllertest.SetPodReady(t, cs, ns, "p0", false)
 			waitView(t, cs, ns, "[http:8080] ready=p1,p2 notReady=p0")
 		})
 		t.Run("a terminating pod is left out", func(t *testing.T) {
@@ -186,44 +187,44 @@ func TestEndpoints(t *testing.T) {
 
 	t.Run("named targetPort resolved per pod", func(t *testing.T) {
 		ns := "named"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080))
-		createPod(t, cs, pod(ns, "b", "sim-1", 9090))
-		createPod(t, cs, pod(ns, "c", "sim-2", 0)) // no port named http
-		createPod(t, cs, pod(ns, "d", "sim-2", 8080))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "b", "sim-1", 9090))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "c", "sim-2", 0)) // no port named http
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "d", "sim-2", 8080))
 		waitView(t, cs, ns, "[http:8080] ready=a,d notReady=", "[http:9090] ready=b notReady=")
 	})
 
 	t.Run("numeric targetPort", func(t *testing.T) {
 		ns := "numeric"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(7000) }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 0))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(7000) }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 0))
 		waitView(t, cs, ns, "[http:7000] ready=a notReady=")
 	})
 
 	t.Run("publishNotReadyAddresses lists every pod as ready", func(t *testing.T) {
 		ns := "publish"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080, gated))
-		createPod(t, cs, pod(ns, "b", "sim-1", 8080, holdDeletion))
-		t.Cleanup(func() { releaseDeletion(t, cs, ns, "b") })
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080, controllertest.NeverReady))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "b", "sim-1", 8080, controllertest.HoldDeletion))
+		t.Cleanup(func() { controllertest.ReleaseDeletion(t, cs, ns, "b") })
 		waitView(t, cs, ns, "[http:8080] ready=a,b notReady=")
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Terminating, still listed; the control is a third pod arriving.
-		createPod(t, cs, pod(ns, "c", "sim-2", 8080))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "c", "sim-2", 8080))
 		waitView(t, cs, ns, "[http:8080] ready=a,b,c notReady=")
 	})
 
 	t.Run("headless Service: marked, hostnames published", func(t *testing.T) {
 		ns := "headless"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a0", "web" }))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a0", "web" }))
 		ep := waitView(t, cs, ns, "[http:8080] ready=a notReady=")
 		if _, ok := ep.Labels[corev1.IsHeadlessService]; !ok {
 			t.Errorf("labels %v lack %s", ep.Labels, corev1.IsHeadlessService)
@@ -235,8 +236,8 @@ func TestEndpoints(t *testing.T) {
 
 	t.Run("no pods: an Endpoints object without subsets", func(t *testing.T) {
 		ns := "empty"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
 		waitView(t, cs, ns)
 	})
 }

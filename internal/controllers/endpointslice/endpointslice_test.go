@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
 )
 
@@ -77,7 +78,7 @@ func view(items []discoveryv1.EndpointSlice) []string {
 func waitView(t *testing.T, cs kubernetes.Interface, ns string, want ...string) []discoveryv1.EndpointSlice {
 	t.Helper()
 	var items []discoveryv1.EndpointSlice
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		items = listSlices(t, cs, ns)
 		got := view(items)
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -92,18 +93,18 @@ func TestEndpointSlices(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
 	ctx := context.Background()
-	stop := startController(t, c, endpointslice.Descriptor)
+	stop := controllertest.Run(t, c.Config, endpointslice.Descriptor)
 
 	t.Run("three ready pods: one slice", func(t *testing.T) {
 		ns := "basic"
-		createNS(t, cs, ns)
-		svc := createService(t, cs, service(ns))
+		controllertest.CreateNamespace(t, cs, ns)
+		svc := controllertest.CreateService(t, cs, controllertest.WebService(ns))
 		for i := range 3 {
-			createPod(t, cs, pod(ns, fmt.Sprintf("p%d", i), fmt.Sprintf("sim-%d", i), 8080, holdDeletion))
+			controllertest.CreatePod(t, cs, controllertest.WebPod(ns, fmt.Sprintf("p%d", i), fmt.Sprintf("sim-%d", i), 8080, controllertest.HoldDeletion))
 		}
 		t.Cleanup(func() {
 			for i := range 3 {
-				releaseDeletion(t, cs, ns, fmt.Sprintf("p%d", i))
+				controllertest.ReleaseDeletion(t, cs, ns, fmt.Sprintf("p%d", i))
 			}
 		})
 		items := waitView(t, cs, ns, "[http:8080] p0:rs p1:rs p2:rs")
@@ -147,7 +148,7 @@ func TestEndpointSlices(t *testing.T) {
 		}
 
 		t.Run("a pod turns not ready", func(t *testing.T) {
-			setReady(t, cs, ns, "p0", false)
+			controllertest.SetPodReady(t, cs, ns, "p0", false)
 			waitView(t, cs, ns, "[http:8080] p0:- p1:rs p2:rs")
 		})
 		t.Run("a pod terminating: serving but not ready", func(t *testing.T) {
@@ -165,36 +166,36 @@ func TestEndpointSlices(t *testing.T) {
 
 	t.Run("named targetPort resolved per pod", func(t *testing.T) {
 		ns := "named"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080))
-		createPod(t, cs, pod(ns, "b", "sim-1", 9090))
-		createPod(t, cs, pod(ns, "c", "sim-2", 0)) // no port named http
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "b", "sim-1", 9090))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "c", "sim-2", 0)) // no port named http
 		waitView(t, cs, ns, "[] c:rs", "[http:8080] a:rs", "[http:9090] b:rs")
 	})
 
 	t.Run("numeric targetPort", func(t *testing.T) {
 		ns := "numeric"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(7000) }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 0))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromInt32(7000) }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 0))
 		waitView(t, cs, ns, "[http:7000] a:rs")
 	})
 
 	t.Run("publishNotReadyAddresses: not ready pods are ready endpoints", func(t *testing.T) {
 		ns := "publish"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080, gated))
-		createPod(t, cs, pod(ns, "b", "sim-1", 8080))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080, controllertest.NeverReady))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "b", "sim-1", 8080))
 		waitView(t, cs, ns, "[http:8080] a:r b:rs")
 	})
 
 	t.Run("headless Service: marked, hostnames published", func(t *testing.T) {
 		ns := "headless"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a0", "web" }))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a0", "web" }))
 		items := waitView(t, cs, ns, "[http:8080] a:rs")
 		if _, ok := items[0].Labels[corev1.IsHeadlessService]; !ok {
 			t.Errorf("labels %v lack %s", items[0].Labels, corev1.IsHeadlessService)
@@ -206,22 +207,22 @@ func TestEndpointSlices(t *testing.T) {
 
 	t.Run("no pods: one empty placeholder slice", func(t *testing.T) {
 		ns := "empty"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
 		waitView(t, cs, ns, "[] ")
 	})
 
 	t.Run("Services without a selector are left alone", func(t *testing.T) {
 		ns := "manual"
-		createNS(t, cs, ns)
-		createService(t, cs, service(ns, func(s *corev1.Service) { s.Spec.Selector = nil }))
-		createPod(t, cs, pod(ns, "a", "sim-0", 8080))
+		controllertest.CreateNamespace(t, cs, ns)
+		controllertest.CreateService(t, cs, controllertest.WebService(ns, func(s *corev1.Service) { s.Spec.Selector = nil }))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "a", "sim-0", 8080))
 		// The control: a Service with a selector in the same namespace
 		// gets its slice, so the controller has seen this namespace.
-		ctl := service(ns)
+		ctl := controllertest.WebService(ns)
 		ctl.Name = "control"
-		createService(t, cs, ctl)
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.CreateService(t, cs, ctl)
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=control"})
 			if err != nil {
 				return false, err.Error()
@@ -244,13 +245,13 @@ func TestEndpointSlices(t *testing.T) {
 
 	t.Run("250 pods: slices of 100 at most, updated in place", func(t *testing.T) {
 		ns := "scale"
-		createNS(t, cs, ns)
+		controllertest.CreateNamespace(t, cs, ns)
 		for i := range 250 {
-			createPod(t, cs, pod(ns, fmt.Sprintf("p%03d", i), fmt.Sprintf("sim-%d", i%3), 8080))
+			controllertest.CreatePod(t, cs, controllertest.WebPod(ns, fmt.Sprintf("p%03d", i), fmt.Sprintf("sim-%d", i%3), 8080))
 		}
 		waitRunning(t, cs, ns, 250)
 		w := watchSlices(t, cs, ns)
-		createService(t, cs, service(ns))
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
 
 		initial := waitSliceSizes(t, cs, ns, 250)
 		if len(initial) != 3 {
@@ -295,10 +296,10 @@ func TestEndpointSlices(t *testing.T) {
 			// While no controller runs, 5 pods of the same slice go and 2
 			// pods come.
 			deletePods(after[victim].Endpoints[:5])
-			createPod(t, cs, pod(ns, "q000", "sim-0", 8080))
-			createPod(t, cs, pod(ns, "q001", "sim-1", 8080))
+			controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "q000", "sim-0", 8080))
+			controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "q001", "sim-1", 8080))
 			waitRunning(t, cs, ns, 237)
-			startController(t, c, endpointslice.Descriptor)
+			controllertest.Run(t, c.Config, endpointslice.Descriptor)
 			restarted := waitSliceSizes(t, cs, ns, 237)
 			if created, _, deleted := w.counts(); created != 3 || deleted != 0 {
 				t.Errorf("after the restart: %d slices created, %d deleted in all; want 3, 0", created, deleted)
@@ -378,7 +379,7 @@ func watchSlices(t *testing.T, cs kubernetes.Interface, ns string) *sliceWatch {
 func waitSliceSizes(t *testing.T, cs kubernetes.Interface, ns string, total int) []discoveryv1.EndpointSlice {
 	t.Helper()
 	var items []discoveryv1.EndpointSlice
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		items = listSlices(t, cs, ns)
 		n, ready := 0, 0
 		var sizes []int

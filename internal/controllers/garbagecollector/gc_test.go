@@ -3,7 +3,6 @@ package garbagecollector_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 )
 
@@ -29,7 +29,7 @@ const hold = "test.rudder.dev/hold"
 
 func TestCollector(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
-	startGC(t, c, garbagecollector.Config{})
+	controllertest.Run(t, c.Config, garbagecollector.Descriptor)
 
 	t.Run("background: dependent deleted after its owner", func(t *testing.T) {
 		f := newFixture(t, c, "background")
@@ -54,12 +54,12 @@ func TestCollector(t *testing.T) {
 		f.configMap("other", []metav1.OwnerReference{cmRef(owner, false)})
 		f.deleteCM("owner", metav1.DeletePropagationForeground)
 
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			b := f.getCM("blocker")
 			return b != nil && b.DeletionTimestamp != nil && f.getCM("other") == nil,
 				"the collector has not deleted the owner's dependents"
 		})
-		holds(t, time.Second, func() (bool, string) {
+		controllertest.Consistently(t, time.Second, func() (bool, string) {
 			o := f.getCM("owner")
 			if o == nil {
 				return false, "the owner went while a blocking dependent remained"
@@ -102,7 +102,7 @@ func TestCollector(t *testing.T) {
 		if got := ownerUIDs(b.OwnerReferences); !slices.Equal(got, []types.UID{keep.UID}) {
 			t.Errorf("b's owners after orphaning = %v, want only %s", got, keep.UID)
 		}
-		holds(t, 500*time.Millisecond, func() (bool, string) {
+		controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) {
 			return f.getCM("a") != nil, "an orphaned dependent was deleted later"
 		})
 	})
@@ -112,14 +112,14 @@ func TestCollector(t *testing.T) {
 		o1, o2 := f.configMap("o1", nil), f.configMap("o2", nil)
 		f.configMap("dep", []metav1.OwnerReference{cmRef(o1, true), cmRef(o2, false)})
 		f.deleteCM("o1", metav1.DeletePropagationBackground)
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			d := f.getCM("dep")
 			if d == nil {
 				return false, "dep was deleted although o2 still owns it"
 			}
 			return slices.Equal(ownerUIDs(d.OwnerReferences), []types.UID{o2.UID}), "dep still refers to o1: " + describe(d.ObjectMeta)
 		})
-		holds(t, 500*time.Millisecond, func() (bool, string) { return f.getCM("dep") != nil, "dep was deleted although o2 still owns it" })
+		controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) { return f.getCM("dep") != nil, "dep was deleted although o2 still owns it" })
 		f.deleteCM("o2", metav1.DeletePropagationBackground)
 		f.cmGone("dep", 10*time.Second)
 	})
@@ -160,7 +160,7 @@ func TestCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitForEvent(t, f, metav1.NamespaceDefault, "gc-test-dependent", fmt.Sprintf("ownerRef [v1/ConfigMap, namespace: , name: owner, uid: %s] does not exist in namespace \"\"", owner.UID))
-		holds(t, 500*time.Millisecond, func() (bool, string) {
+		controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) {
 			_, err := roles.Get(f.ctx, "gc-test-dependent", metav1.GetOptions{})
 			return err == nil, fmt.Sprintf("cluster-scoped dependent: %v", err)
 		})
@@ -168,8 +168,8 @@ func TestCollector(t *testing.T) {
 	t.Run("kubectl delete replicaset: its pods are deleted", func(t *testing.T) {
 		f := newFixture(t, c, "kubectl-background")
 		f.replicaSetWithPods("web", 3)
-		kubectl(t, c, "-n", f.ns, "delete", "replicaset", "web", "--timeout=15s")
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "-n", f.ns, "delete", "replicaset", "web", "--timeout=15s")
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			pods := f.pods()
 			return len(pods) == 0, fmt.Sprintf("%d pods left", len(pods))
 		})
@@ -180,7 +180,7 @@ func TestCollector(t *testing.T) {
 		f.replicaSetWithPods("web", 3)
 		// kubectl waits until the ReplicaSet is gone, which takes the
 		// collector removing the orphan finalizer.
-		kubectl(t, c, "-n", f.ns, "delete", "replicaset", "web", "--cascade=orphan", "--timeout=15s")
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "-n", f.ns, "delete", "replicaset", "web", "--cascade=orphan", "--timeout=15s")
 		if _, err := f.client.AppsV1().ReplicaSets(f.ns).Get(f.ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("replicaset after kubectl delete: %v", err)
 		}
@@ -201,14 +201,14 @@ func TestCollector(t *testing.T) {
 // the API server's word that it is gone gets them deleted.
 func TestCollectorUnwatchedOwner(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
-	startGC(t, c, garbagecollector.Config{IgnoredResources: []schema.GroupResource{{Resource: "secrets"}}})
+	controllertest.Run(t, c.Config, garbagecollector.NewDescriptor(garbagecollector.Config{IgnoredResources: []schema.GroupResource{{Resource: "secrets"}}}))
 	f := newFixture(t, c, "unwatched")
 	owner, err := f.client.CoreV1().Secrets(f.ns).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.configMap("dep", []metav1.OwnerReference{ref("v1", "Secret", owner, false)})
-	holds(t, 1500*time.Millisecond, func() (bool, string) {
+	controllertest.Consistently(t, 1500*time.Millisecond, func() (bool, string) {
 		return f.getCM("dep") != nil, "dep was deleted while its (unwatched) owner exists"
 	})
 	if err := f.client.CoreV1().Secrets(f.ns).Delete(f.ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
@@ -221,7 +221,7 @@ func TestCollectorUnwatchedOwner(t *testing.T) {
 // warning about the named object, with the given message.
 func waitForEvent(t *testing.T, f *fixture, ns, name, message string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		evs, err := f.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
 		if err != nil {
@@ -245,7 +245,7 @@ func waitForEvent(t *testing.T, f *fixture, ns, name, message string) {
 func TestCollectorRestart(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	f := newFixture(t, c, "restart")
-	stop := startGC(t, c, garbagecollector.Config{})
+	stop := controllertest.Run(t, c.Config, garbagecollector.Descriptor)
 
 	// The first collector works...
 	warm := f.configMap("warm", nil)
@@ -265,12 +265,12 @@ func TestCollectorRestart(t *testing.T) {
 	f.deleteCM("fg", metav1.DeletePropagationForeground)
 	f.deleteCM("orph", metav1.DeletePropagationOrphan)
 	f.configMap("ghost-dep", []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()}})
-	holds(t, 500*time.Millisecond, func() (bool, string) {
+	controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) {
 		return f.getCM("bg-dep") != nil && f.getCM("fg") != nil && f.getCM("orph") != nil && f.getCM("ghost-dep") != nil,
 			"something was collected while no collector ran"
 	})
 
-	startGC(t, c, garbagecollector.Config{})
+	controllertest.Run(t, c.Config, garbagecollector.Descriptor)
 	f.cmGone("bg-dep", 10*time.Second)
 	f.cmGone("fg-dep", 10*time.Second)
 	f.cmGone("fg", 10*time.Second)
@@ -321,19 +321,4 @@ func (f *fixture) pods() []corev1.Pod {
 		f.t.Fatal(err)
 	}
 	return l.Items
-}
-
-// kubectl runs the real kubectl against the cluster as its admin.
-func kubectl(t *testing.T, c *clustertest.Cluster, args ...string) {
-	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not installed")
-	}
-	cmd := exec.Command(path, append([]string{"--kubeconfig", c.Server.Kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-	}
-	t.Logf("kubectl %v: %s", args, out)
 }

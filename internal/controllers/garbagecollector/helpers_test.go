@@ -3,7 +3,6 @@ package garbagecollector_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,78 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
-	"github.com/rudder-dev/rudder/internal/controller"
-	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 )
-
-// startGC runs a garbage collector against the cluster, built the way
-// the manager builds it (controller.NewContext: protobuf clientset,
-// dynamic and metadata clients, informer factories, event recorder). The
-// returned stop ends it and waits until it has stopped; the test's
-// cleanup stops it too.
-func startGC(t *testing.T, c *clustertest.Cluster, cfg garbagecollector.Config) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			wg.Wait()
-		})
-	}
-	t.Cleanup(stop)
-	cx, err := controller.NewContext(ctx, c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := garbagecollector.NewDescriptor(cfg)
-	runnables, err := d.New(ctx, cx)
-	if err != nil {
-		t.Fatalf("build %s: %v", d.Name, err)
-	}
-	if err := cx.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runnables {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("%s: %v", d.Name, err)
-			}
-		})
-	}
-	return stop
-}
-
-// eventually polls cond every 50 ms until it returns true or the timeout
-// passes; the last message explains a failure.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// holds checks cond every 50 ms for the whole duration: something that
-// must not happen (a deletion) has had time to happen and did not.
-func holds(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if ok, msg := cond(); !ok {
-			t.Fatal(msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // fixture creates objects in one namespace of its own.
 type fixture struct {
@@ -97,11 +26,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, c *clustertest.Cluster, ns string) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{t: t, ctx: ctx, client: c.Client, ns: ns}
+	controllertest.CreateNamespace(t, c.Client, ns)
+	return &fixture{t: t, ctx: context.Background(), client: c.Client, ns: ns}
 }
 
 // configMap creates a ConfigMap with the given owners and finalizers.
@@ -141,7 +67,7 @@ func (f *fixture) deleteCM(name string, policy metav1.DeletionPropagation) {
 // cmGone waits for a ConfigMap to disappear.
 func (f *fixture) cmGone(name string, timeout time.Duration) {
 	f.t.Helper()
-	eventually(f.t, timeout, func() (bool, string) {
+	controllertest.Eventually(f.t, timeout, func() (bool, string) {
 		cm := f.getCM(name)
 		if cm == nil {
 			return true, ""

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/job"
 )
 
@@ -28,24 +29,24 @@ import (
 func TestJob(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
-	startBinder(t, cs, 3)
+	controllertest.StartBinder(t, cs)
 	// A short pod-failure back-off keeps the failure cases quick; the
 	// delays themselves are covered by the unit tests.
-	startManager(t, c.Config, job.NewDescriptor(job.Config{PodFailureBackoff: 200 * time.Millisecond}))
+	controllertest.RunManager(t, c.Config, job.NewDescriptor(job.Config{PodFailureBackoff: 200 * time.Millisecond}))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := func(name string, f func(t *testing.T)) { wg.Go(func() { t.Run(name, f) }) }
 
 	run("completions 5 parallelism 2 never runs more than 2", func(t *testing.T) {
-		ns := createNamespace(t, cs, "five-by-two")
-		w := watchPods(t, cs, ns)
+		ns := controllertest.CreateNamespace(t, cs, "five-by-two")
+		w := controllertest.WatchPods(t, cs, ns, nil)
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("work", 5, 2, "200ms", 0), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		j = waitJob(t, cs, ns, "work", 30*time.Second, hasCondition(batchv1.JobComplete, batchv1.JobReasonCompletionsReached))
-		if m := w.maxActive(); m != 2 {
+		if m := w.MaxActive(); m != 2 {
 			t.Errorf("at most %d pods were active at once, want 2", m)
 		}
 		st := j.Status
@@ -88,7 +89,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("indexed job runs every index once", func(t *testing.T) {
-		ns := createNamespace(t, cs, "indexed")
+		ns := controllertest.CreateNamespace(t, cs, "indexed")
 		spec := newJob("idx", 5, 3, "200ms", 0)
 		spec.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 		spec.Spec.Template.Spec.Subdomain = "workers"
@@ -121,7 +122,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("failing pods exhaust backoffLimit", func(t *testing.T) {
-		ns := createNamespace(t, cs, "backoff")
+		ns := controllertest.CreateNamespace(t, cs, "backoff")
 		spec := newJob("flaky", 1, 1, "100ms", 1)
 		spec.Spec.BackoffLimit = ptr.To(int32(1))
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, spec, metav1.CreateOptions{})
@@ -155,7 +156,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("pod failure policy FailJob on an exit code", func(t *testing.T) {
-		ns := createNamespace(t, cs, "failjob")
+		ns := controllertest.CreateNamespace(t, cs, "failjob")
 		spec := newJob("strict", 3, 1, "100ms", 42)
 		spec.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 			Action:      batchv1.PodFailurePolicyActionFailJob,
@@ -178,7 +179,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("activeDeadlineSeconds stops a job that runs too long", func(t *testing.T) {
-		ns := createNamespace(t, cs, "deadline")
+		ns := controllertest.CreateNamespace(t, cs, "deadline")
 		spec := newJob("slow", 2, 2, "1h", 0)
 		spec.Spec.ActiveDeadlineSeconds = ptr.To(int64(3))
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, spec, metav1.CreateOptions{})
@@ -193,14 +194,14 @@ func TestJob(t *testing.T) {
 		if d := j.Status.Conditions[len(j.Status.Conditions)-1].LastTransitionTime.Sub(j.Status.StartTime.Time); d < 3*time.Second {
 			t.Errorf("failed %v after start, before the 3 s deadline", d)
 		}
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			pods := jobPods(t, cs, ns, j.UID)
 			return len(pods) == 0, fmt.Sprintf("%d pods left", len(pods))
 		})
 	})
 
 	run("a job created suspended starts when resumed", func(t *testing.T) {
-		ns := createNamespace(t, cs, "created-suspended")
+		ns := controllertest.CreateNamespace(t, cs, "created-suspended")
 		spec := newJob("paused", 2, 2, "200ms", 0)
 		spec.Spec.Suspend = ptr.To(true)
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, spec, metav1.CreateOptions{})
@@ -226,7 +227,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("suspending a running job deletes its pods uncounted, resuming restarts them", func(t *testing.T) {
-		ns := createNamespace(t, cs, "suspend-running")
+		ns := controllertest.CreateNamespace(t, cs, "suspend-running")
 		j, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("paused", 2, 2, "3s", 0), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -239,7 +240,7 @@ func TestJob(t *testing.T) {
 		if j.Status.Failed != 0 {
 			t.Errorf("suspending counted %d failures", j.Status.Failed)
 		}
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			pods := jobPods(t, cs, ns, j.UID)
 			return len(pods) == 0, fmt.Sprintf("%d pods left", len(pods))
 		})
@@ -257,7 +258,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("backoffLimitPerIndex fails indexes one by one", func(t *testing.T) {
-		ns := createNamespace(t, cs, "per-index")
+		ns := controllertest.CreateNamespace(t, cs, "per-index")
 		spec := newJob("shards", 2, 2, "100ms", 1)
 		spec.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 		spec.Spec.BackoffLimitPerIndex = ptr.To(int32(1))
@@ -281,7 +282,7 @@ func TestJob(t *testing.T) {
 	})
 
 	run("deleting a job frees its pods' finalizers", func(t *testing.T) {
-		ns := createNamespace(t, cs, "deleted")
+		ns := controllertest.CreateNamespace(t, cs, "deleted")
 		if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("gone", 2, 2, "1h", 0), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +294,7 @@ func TestJob(t *testing.T) {
 		if err := cs.BatchV1().Jobs(ns).Delete(ctx, "gone", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -309,13 +310,11 @@ func TestJob(t *testing.T) {
 	})
 
 	run("kubectl create job and wait for completion", func(t *testing.T) {
-		createNamespace(t, cs, "kubectl")
-		if r := kubectl(t, c, "-n", "kubectl", "create", "job", "j", "--image=registry.example/x:1"); r.code != 0 {
-			t.Fatalf("kubectl create job: %d %s", r.code, r.stderr)
-		}
-		r := kubectl(t, c, "-n", "kubectl", "wait", "--for=condition=complete", "job/j", "--timeout=30s")
-		if r.code != 0 || !strings.Contains(r.stdout, "job.batch/j condition met") {
-			t.Fatalf("kubectl wait: %d %q %q", r.code, r.stdout, r.stderr)
+		controllertest.CreateNamespace(t, cs, "kubectl")
+		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "-n", "kubectl", "create", "job", "j", "--image=registry.example/x:1")
+		r := controllertest.Kubectl(t, c.Server.Kubeconfig, "-n", "kubectl", "wait", "--for=condition=complete", "job/j", "--timeout=30s")
+		if r.Code != 0 || !strings.Contains(r.Stdout, "job.batch/j condition met") {
+			t.Fatalf("kubectl wait: %d %q %q", r.Code, r.Stdout, r.Stderr)
 		}
 	})
 }

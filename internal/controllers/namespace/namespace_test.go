@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 )
 
@@ -29,7 +30,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		t.Fatalf("nodes: %v", err)
 	}
 	node := nodes.Items[0].Name
-	startController(t, c, namespace.NewDescriptor(namespace.Config{DeletionDelay: 50 * time.Millisecond}))
+	controllertest.Run(t, c.Config, namespace.NewDescriptor(namespace.Config{DeletionDelay: 50 * time.Millisecond}))
 
 	t.Run("content removed, finalizers honoured", func(t *testing.T) {
 		const ns = "doomed"
@@ -62,7 +63,7 @@ func TestNamespaceDeletion(t *testing.T) {
 			wantFinalizers = "Some finalizers are remaining: example.com/hold in 1 resource instances"
 		)
 		var last *corev1.Namespace
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			last, err = cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -181,7 +182,7 @@ func fill(t *testing.T, cs kubernetes.Interface, ns, node string) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -197,7 +198,7 @@ func fill(t *testing.T, cs kubernetes.Interface, ns, node string) {
 
 func waitGone(t *testing.T, cs kubernetes.Interface, ns string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() (bool, string) {
+	controllertest.Eventually(t, timeout, func() (bool, string) {
 		got, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""

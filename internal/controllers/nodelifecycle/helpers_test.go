@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
-	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -67,72 +66,6 @@ func startCluster(t *testing.T, zones int) *clustertest.Cluster {
 		t.Fatal("simulated nodes did not register")
 	}
 	return c
-}
-
-// startControllers builds ds from the cluster's admin config, starts the
-// informers and runs their loops until the returned stop is called or
-// the test ends.
-func startControllers(t *testing.T, c *clustertest.Cluster, ds ...controller.Descriptor) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	stop = sync.OnceFunc(func() {
-		cancel()
-		wg.Wait()
-	})
-	t.Cleanup(stop)
-	cx, err := controller.NewContext(ctx, c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runnables []controller.Runnable
-	for _, d := range ds {
-		rs, err := d.New(ctx, cx)
-		if err != nil {
-			t.Fatalf("build %s: %v", d.Name, err)
-		}
-		runnables = append(runnables, rs...)
-	}
-	if err := cx.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range runnables {
-		wg.Go(func() {
-			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
-				t.Errorf("run: %v", err)
-			}
-		})
-	}
-	return stop
-}
-
-// eventually polls cond every 50 ms until it returns true or the timeout
-// passes; the last message explains a failure.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// never polls cond for d and fails the first time it returns true.
-func never(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if bad, msg := cond(); bad {
-			t.Fatal(msg)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // setStopped stops or starts a simulated node.
@@ -225,7 +158,7 @@ func createPod(t *testing.T, cs kubernetes.Interface, name, node string, tolerat
 // waitPodsReady waits until the nodes have started every pod named.
 func waitPodsReady(t *testing.T, cs kubernetes.Interface, names ...string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		for _, n := range names {
 			p := getPod(t, cs, n)
 			if c := podCondition(p, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue {

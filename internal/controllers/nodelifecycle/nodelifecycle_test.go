@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 )
 
@@ -30,26 +31,26 @@ func TestStoppedNode(t *testing.T) {
 	createPod(t, cs, "elsewhere", "sim-1")
 	waitPodsReady(t, cs, "plain", "brief", "forever", "elsewhere")
 
-	startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+	controllertest.Run(t, c.Config, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
 
 	t.Run("running nodes stay Ready", func(t *testing.T) {
 		// The simulated nodes post status only when it changes, so for
 		// longer than the grace period only their leases show them alive.
-		never(t, grace+time.Second, func() (bool, string) {
+		controllertest.Consistently(t, grace+time.Second, func() (bool, string) {
 			for _, name := range []string{"sim-0", "sim-1", "sim-2"} {
 				n := getNode(t, cs, name)
 				if readyOf(n) != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
-					return true, fmt.Sprintf("%s: Ready=%s taints %v", name, readyOf(n), n.Spec.Taints)
+					return false, fmt.Sprintf("%s: Ready=%s taints %v", name, readyOf(n), n.Spec.Taints)
 				}
 			}
-			return false, ""
+			return true, ""
 		})
 	})
 
 	stoppedAt := time.Now()
 	setStopped(t, cs, "sim-0", true)
 	var unknownAt, taintedAt time.Time
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		n := getNode(t, cs, "sim-0")
 		if unknownAt.IsZero() && readyOf(n) == corev1.ConditionUnknown {
 			unknownAt = time.Now()
@@ -76,7 +77,7 @@ func TestStoppedNode(t *testing.T) {
 	})
 
 	t.Run("unreachable taints, NoExecute and NoSchedule", func(t *testing.T) {
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			ts := taintSet(getNode(t, cs, "sim-0"))
 			return ts[corev1.TaintNodeUnreachable+":NoExecute"] && ts[corev1.TaintNodeUnreachable+":NoSchedule"] &&
 				!ts[corev1.TaintNodeNotReady+":NoExecute"] && len(ts) == 2, fmt.Sprint(ts)
@@ -89,7 +90,7 @@ func TestStoppedNode(t *testing.T) {
 	})
 
 	t.Run("pods on it marked not ready", func(t *testing.T) {
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			for _, name := range []string{"plain", "brief", "forever"} {
 				if c := podCondition(getPod(t, cs, name), corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 					return false, fmt.Sprintf("%s Ready = %+v", name, c)
@@ -100,7 +101,7 @@ func TestStoppedNode(t *testing.T) {
 	})
 
 	t.Run("untolerating pod evicted at once", func(t *testing.T) {
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			p := getPod(t, cs, "plain")
 			return p.DeletionTimestamp != nil, "plain not deleted"
 		})
@@ -108,7 +109,7 @@ func TestStoppedNode(t *testing.T) {
 		if c := podCondition(p, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "DeletionByTaintManager" {
 			t.Errorf("DisruptionTarget = %+v", c)
 		}
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			evs, err := cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -125,7 +126,7 @@ func TestStoppedNode(t *testing.T) {
 
 	t.Run("tolerationSeconds pod evicted after them", func(t *testing.T) {
 		var deletedAt time.Time
-		eventually(t, 6*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 6*time.Second, func() (bool, string) {
 			if getPod(t, cs, "brief").DeletionTimestamp != nil {
 				deletedAt = time.Now()
 				return true, ""
@@ -140,21 +141,21 @@ func TestStoppedNode(t *testing.T) {
 	})
 
 	t.Run("pod tolerating forever stays, other nodes' pods untouched", func(t *testing.T) {
-		never(t, time.Second, func() (bool, string) {
+		controllertest.Consistently(t, time.Second, func() (bool, string) {
 			if p := getPod(t, cs, "forever"); p.DeletionTimestamp != nil {
-				return true, "forever was deleted"
+				return false, "forever was deleted"
 			}
 			p := getPod(t, cs, "elsewhere")
 			if c := podCondition(p, corev1.PodReady); p.DeletionTimestamp != nil || c == nil || c.Status != corev1.ConditionTrue {
-				return true, fmt.Sprintf("elsewhere touched: deleting %v Ready %+v", p.DeletionTimestamp, c)
+				return false, fmt.Sprintf("elsewhere touched: deleting %v Ready %+v", p.DeletionTimestamp, c)
 			}
-			return false, ""
+			return true, ""
 		})
 	})
 
 	t.Run("started again: Ready, taints gone", func(t *testing.T) {
 		setStopped(t, cs, "sim-0", false)
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			n := getNode(t, cs, "sim-0")
 			ts := taintSet(n)
 			for _, k := range lifecycleTaints {
@@ -175,12 +176,12 @@ func TestStoppedNode(t *testing.T) {
 		}
 		const key = corev1.TaintNodeUnschedulable + ":NoSchedule"
 		setUnschedulable(true)
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			ts := taintSet(getNode(t, cs, "sim-2"))
 			return ts[key], fmt.Sprint(ts)
 		})
 		setUnschedulable(false)
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			ts := taintSet(getNode(t, cs, "sim-2"))
 			return !ts[key], fmt.Sprint(ts)
 		})
@@ -203,7 +204,7 @@ func TestFullDisruption(t *testing.T) {
 	}
 	// The controller starts once no lease moves any more, so that it
 	// loses sight of all three nodes in the same pass.
-	eventually(t, 5*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 		for _, n := range nodes {
 			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
@@ -215,9 +216,9 @@ func TestFullDisruption(t *testing.T) {
 		}
 		return true, ""
 	})
-	startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+	controllertest.Run(t, c.Config, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
 
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		for _, n := range nodes {
 			if r := readyOf(getNode(t, cs, n)); r != corev1.ConditionUnknown {
 				return false, n + " is " + string(r)
@@ -227,18 +228,18 @@ func TestFullDisruption(t *testing.T) {
 	})
 
 	t.Run("nothing evicted, no NoExecute taint", func(t *testing.T) {
-		never(t, 1500*time.Millisecond, func() (bool, string) {
+		controllertest.Consistently(t, 1500*time.Millisecond, func() (bool, string) {
 			for i, n := range nodes {
 				for k := range taintSet(getNode(t, cs, n)) {
 					if strings.HasSuffix(k, ":NoExecute") {
-						return true, n + " tainted " + k
+						return false, n + " tainted " + k
 					}
 				}
 				if p := getPod(t, cs, fmt.Sprintf("p%d", i)); p.DeletionTimestamp != nil {
-					return true, p.Name + " deleted"
+					return false, p.Name + " deleted"
 				}
 			}
-			return false, ""
+			return true, ""
 		})
 	})
 
@@ -258,7 +259,7 @@ func TestFullDisruption(t *testing.T) {
 		// off, so zone-1 and zone-2, each without a Ready node, are
 		// really down.
 		setStopped(t, cs, "sim-0", false)
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			for _, name := range []string{"p1", "p2"} {
 				if getPod(t, cs, name).DeletionTimestamp == nil {
 					return false, name + " not deleted"
@@ -279,11 +280,11 @@ func TestRestartConverges(t *testing.T) {
 	cs := c.Client
 	createPod(t, cs, "waits", "sim-1", unreachableToleration(ptr.To[int64](3)))
 	waitPodsReady(t, cs, "waits")
-	stop := startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+	stop := controllertest.Run(t, c.Config, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
 
 	setStopped(t, cs, "sim-1", true)
 	var taintedAt time.Time
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		ts := taintSet(getNode(t, cs, "sim-1"))
 		taintedAt = time.Now()
 		return ts[corev1.TaintNodeUnreachable+":NoExecute"], fmt.Sprint(ts)
@@ -292,9 +293,9 @@ func TestRestartConverges(t *testing.T) {
 
 	t.Run("pending eviction survives a restart", func(t *testing.T) {
 		time.Sleep(time.Second)
-		startControllers(t, c, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
+		controllertest.Run(t, c.Config, nodelifecycle.NewDescriptor(testConfig), nodelifecycle.TaintEvictionDescriptor)
 		var deletedAt time.Time
-		eventually(t, 6*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 6*time.Second, func() (bool, string) {
 			deletedAt = time.Now()
 			return getPod(t, cs, "waits").DeletionTimestamp != nil, "not deleted"
 		})
@@ -317,14 +318,14 @@ func TestEvictionRateLimit(t *testing.T) {
 	cs := c.Client
 	cfg := testConfig
 	cfg.EvictionLimiterQPS = 0.5 // one node per 2 s
-	startControllers(t, c, nodelifecycle.NewDescriptor(cfg))
+	controllertest.Run(t, c.Config, nodelifecycle.NewDescriptor(cfg))
 
 	// Two of three down is not yet a partial disruption (that takes 3),
 	// so the zone stays Normal and taints at the normal rate.
 	setStopped(t, cs, "sim-0", true)
 	setStopped(t, cs, "sim-1", true)
 	tainted := map[string]time.Time{}
-	eventually(t, 12*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 12*time.Second, func() (bool, string) {
 		for _, n := range []string{"sim-0", "sim-1"} {
 			if _, ok := tainted[n]; !ok && taintSet(getNode(t, cs, n))[corev1.TaintNodeUnreachable+":NoExecute"] {
 				tainted[n] = time.Now()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -80,7 +81,7 @@ func TestCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 		for i := range 4 {
 			p, err := pods.Get(ctx, fmt.Sprintf("done-%d", i), metav1.GetOptions{})
 			if err != nil {
@@ -105,7 +106,7 @@ func TestCollector(t *testing.T) {
 
 	const quarantine = time.Second
 	started := time.Now()
-	startController(t, c, podgc.NewDescriptor(podgc.Config{TerminatedPodThreshold: 2, CheckPeriod: 100 * time.Millisecond, Quarantine: quarantine}))
+	controllertest.Run(t, c.Config, podgc.NewDescriptor(podgc.Config{TerminatedPodThreshold: 2, CheckPeriod: 100 * time.Millisecond, Quarantine: quarantine}))
 
 	// Follow the watch until the orphan is gone, remembering what it
 	// looked like last and when each pod went.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
 )
 
@@ -27,13 +28,13 @@ import (
 func TestReplicaSet(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
-	bind := startBinder(t, cs, 3)
+	bind := controllertest.StartBinder(t, cs)
 	startManager(t, c.Config)
 	ctx := context.Background()
 
 	t.Run("scale up 0 to 5 to 50, never more", func(t *testing.T) {
-		ns := createNamespace(t, cs, "scale-up")
-		w := watchPods(t, cs, ns)
+		ns := controllertest.CreateNamespace(t, cs, "scale-up")
+		w := controllertest.WatchPods(t, cs, ns, nil)
 		rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", 0), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +46,7 @@ func TestReplicaSet(t *testing.T) {
 			if got := len(ownedPods(t, cs, ns, rs.UID)); got != int(n) {
 				t.Fatalf("%d pods, want %d", got, n)
 			}
-			if m := w.maxActive(); m != int(n) {
+			if m := w.MaxActive(); m != int(n) {
 				t.Fatalf("at most %d active pods were seen at once, want exactly %d", m, n)
 			}
 		}
@@ -74,7 +75,7 @@ func TestReplicaSet(t *testing.T) {
 	})
 
 	t.Run("scale down deletes pending pods before running ones", func(t *testing.T) {
-		ns := createNamespace(t, cs, "scale-down")
+		ns := controllertest.CreateNamespace(t, cs, "scale-down")
 		rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", 3), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -84,8 +85,8 @@ func TestReplicaSet(t *testing.T) {
 		for _, p := range ownedPods(t, cs, ns, rs.UID) {
 			running = append(running, p.Name)
 		}
-		bind.pause()
-		defer bind.resume(ctx)
+		bind.Pause()
+		defer bind.Resume()
 		scaleRS(t, cs, ns, "web", 5)
 		waitRS(t, cs, ns, "web", 10*time.Second, func(rs *appsv1.ReplicaSet) bool { return rs.Status.Replicas == 5 })
 		scaleRS(t, cs, ns, "web", 3)
@@ -106,7 +107,7 @@ func TestReplicaSet(t *testing.T) {
 	})
 
 	t.Run("a deleted pod is replaced at once", func(t *testing.T) {
-		ns := createNamespace(t, cs, "replace")
+		ns := controllertest.CreateNamespace(t, cs, "replace")
 		rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", 3), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +145,7 @@ func TestReplicaSet(t *testing.T) {
 	})
 
 	t.Run("adopts a matching orphan instead of creating", func(t *testing.T) {
-		ns := createNamespace(t, cs, "adopt")
+		ns := controllertest.CreateNamespace(t, cs, "adopt")
 		tmpl := newRS("web", 1).Spec.Template
 		orphan, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: tmpl.Labels},
@@ -172,7 +173,7 @@ func TestReplicaSet(t *testing.T) {
 	})
 
 	t.Run("releases a pod whose labels no longer match", func(t *testing.T) {
-		ns := createNamespace(t, cs, "release")
+		ns := controllertest.CreateNamespace(t, cs, "release")
 		rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", 2), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +183,7 @@ func TestReplicaSet(t *testing.T) {
 		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"debug"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 			p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -198,7 +199,7 @@ func TestReplicaSet(t *testing.T) {
 	})
 
 	t.Run("status counts available replicas after minReadySeconds", func(t *testing.T) {
-		ns := createNamespace(t, cs, "available")
+		ns := controllertest.CreateNamespace(t, cs, "available")
 		spec := newRS("web", 2)
 		spec.Spec.MinReadySeconds = 3
 		spec.Spec.Template.Labels["extra"] = "x" // pods carry it: fully labeled
@@ -225,7 +226,7 @@ func TestReplicaSet(t *testing.T) {
 		if !served(t, cs, "v1", "replicationcontrollers") {
 			t.Skip("the API server does not serve replicationcontrollers")
 		}
-		ns := createNamespace(t, cs, "rc")
+		ns := controllertest.CreateNamespace(t, cs, "rc")
 		rsSpec := newRS("legacy", 3)
 		rc, err := cs.CoreV1().ReplicationControllers(ns).Create(ctx, &corev1.ReplicationController{
 			ObjectMeta: metav1.ObjectMeta{Name: "legacy"},
@@ -239,7 +240,7 @@ func TestReplicaSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRC := func(n int32) {
-			eventually(t, 10*time.Second, func() (bool, string) {
+			controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 				rc, err := cs.CoreV1().ReplicationControllers(ns).Get(ctx, "legacy", metav1.GetOptions{})
 				if err != nil {
 					return false, err.Error()
@@ -296,7 +297,7 @@ func TestReplicaSetCreateFailure(t *testing.T) {
 	limited.Impersonate = rest.ImpersonationConfig{UserName: user}
 	startManager(t, limited, replicaset.Descriptor)
 
-	ns := createNamespace(t, cs, "quota")
+	ns := controllertest.CreateNamespace(t, cs, "quota")
 	if _, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", 3), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestReplicaSetCreateFailure(t *testing.T) {
 	if cond.Type != appsv1.ReplicaSetReplicaFailure || cond.Status != corev1.ConditionTrue || cond.Reason != "FailedCreate" || !strings.Contains(cond.Message, "forbidden") {
 		t.Fatalf("condition %+v", cond)
 	}
-	eventually(t, 5*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
 		if err != nil || len(events.Items) == 0 {
 			return false, fmt.Sprint("no FailedCreate event ", err)
@@ -334,11 +335,11 @@ func TestReplicaSetRestartMidScaleUp(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	cs := c.Client
 	ctx := context.Background()
-	ns := createNamespace(t, cs, "restart")
-	w := watchPods(t, cs, ns)
+	ns := controllertest.CreateNamespace(t, cs, "restart")
+	w := controllertest.WatchPods(t, cs, ns, nil)
 	const n = 300
 	stop := startManager(t, c.Config)
-	reached := w.notifyAt(20)
+	reached := w.NotifyAt(20)
 	rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, newRS("web", n), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +362,7 @@ func TestReplicaSetRestartMidScaleUp(t *testing.T) {
 	if len(all.Items) != n {
 		t.Fatalf("%d pods after the restart (%d when stopped), want exactly %d", len(all.Items), mid, n)
 	}
-	if m := w.maxActive(); m != n {
+	if m := w.MaxActive(); m != n {
 		t.Fatalf("up to %d pods existed at once, want at most %d", m, n)
 	}
 	t.Logf("stopped at %d of %d pods", mid, n)

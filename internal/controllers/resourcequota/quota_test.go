@@ -3,8 +3,6 @@ package resourcequota_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -28,7 +27,7 @@ import (
 func TestQuotaUsage(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
-	startController(t, c, resourcequota.Descriptor)
+	controllertest.Run(t, c.Config, resourcequota.Descriptor)
 	ctx := context.Background()
 
 	t.Run("used follows creates and deletes", func(t *testing.T) {
@@ -45,7 +44,7 @@ func TestQuotaUsage(t *testing.T) {
 		}
 		createDeployment(t, cs, ns, "web")
 		waitUsed(t, cs, ns, "compute", "configmaps=2 count/deployments.apps=1 pods=2 requests.cpu=350m")
-		if got := describeRows(kubectl(t, c, "describe", "quota", "compute", "-n", ns)); got != "configmaps 2 5|count/deployments.apps 1 3|pods 2 10|requests.cpu 350m 2" {
+		if got := describeRows(controllertest.KubectlOutput(t, c.Server.Kubeconfig, "describe", "quota", "compute", "-n", ns)); got != "configmaps 2 5|count/deployments.apps 1 3|pods 2 10|requests.cpu 350m 2" {
 			t.Errorf("kubectl describe quota rows: %q", got)
 		}
 
@@ -131,7 +130,7 @@ func TestQuotaUsage(t *testing.T) {
 func waitUsed(t *testing.T, cs kubernetes.Interface, ns, name, want string) *corev1.ResourceQuota {
 	t.Helper()
 	var got *corev1.ResourceQuota
-	eventually(t, 15*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
 		q, err := cs.CoreV1().ResourceQuotas(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -159,11 +158,7 @@ var nsCounter int
 func createNS(t *testing.T, cs kubernetes.Interface, name string) string {
 	t.Helper()
 	nsCounter++
-	name = fmt.Sprintf("%s-%d", name, nsCounter)
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return controllertest.CreateNamespace(t, cs, fmt.Sprintf("%s-%d", name, nsCounter))
 }
 
 func createQuota(t *testing.T, cs kubernetes.Interface, ns, name, hard string, scopes ...corev1.ResourceQuotaScope) {
@@ -244,19 +239,4 @@ func describeRows(out string) string {
 		}
 	}
 	return strings.Join(rows, "|")
-}
-
-// kubectl runs the real kubectl against the cluster.
-func kubectl(t *testing.T, c *clustertest.Cluster, args ...string) string {
-	t.Helper()
-	if _, err := os.Stat("/usr/bin/kubectl"); err != nil {
-		t.Skip("no kubectl at /usr/bin/kubectl")
-	}
-	cmd := exec.Command("/usr/bin/kubectl", append([]string{"--kubeconfig", c.Server.Kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
 )
 
@@ -30,14 +31,14 @@ func TestPublisher(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startController(t, c, rootcacert.NewDescriptor(c.Server.PKI.CAPEM))
+	controllertest.Run(t, c.Config, rootcacert.NewDescriptor(c.Server.PKI.CAPEM))
 
 	// wait returns the published ConfigMap in ns once it is correct and
 	// (when notUID is set) a new object.
 	wait := func(t *testing.T, ns string, notUID types.UID) *corev1.ConfigMap {
 		t.Helper()
 		var cm *corev1.ConfigMap
-		eventually(t, 5*time.Second, func() (bool, string) {
+		controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 			got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, rootcacert.ConfigMapName, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()

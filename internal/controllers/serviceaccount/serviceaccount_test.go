@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
 )
 
@@ -27,7 +28,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "early-gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startController(t, c, serviceaccount.Descriptor)
+	controllertest.Run(t, c.Config, serviceaccount.Descriptor)
 
 	t.Run("created in a new namespace", func(t *testing.T) {
 		createNS(t, cs, "team-a")
@@ -88,7 +89,7 @@ func createNS(t *testing.T, cs kubernetes.Interface, name string) {
 func waitAccount(t *testing.T, cs kubernetes.Interface, ns string, notUID types.UID) *corev1.ServiceAccount {
 	t.Helper()
 	var sa *corev1.ServiceAccount
-	eventually(t, 5*time.Second, func() (bool, string) {
+	controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 		got, err := cs.CoreV1().ServiceAccounts(ns).Get(context.Background(), serviceaccount.DefaultName, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Sprintf("%s/default: %v", ns, err)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 	"github.com/rudder-dev/rudder/internal/controllers/history"
 	"github.com/rudder-dev/rudder/internal/controllers/statefulset"
@@ -23,22 +24,22 @@ import (
 func TestStatefulSet(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 3})
 	cs := c.Client
-	startBinder(t, cs, 3)
-	startManager(t, c.Config, statefulset.Descriptor, garbagecollector.Descriptor)
+	controllertest.StartBinder(t, cs)
+	controllertest.RunManager(t, c.Config, statefulset.Descriptor, garbagecollector.Descriptor)
 	ctx := context.Background()
 	kubeconfig := c.Server.Kubeconfig
 
 	t.Run("group", func(t *testing.T) {
 		t.Run("ordered creation and scale down", func(t *testing.T) {
 			t.Parallel()
-			ns := createNamespace(t, cs, "ordered")
-			log := watchPods(t, cs, ns)
+			ns := controllertest.CreateNamespace(t, cs, "ordered")
+			log := controllertest.WatchPods(t, cs, ns, nil)
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, newSet(3), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitSet(t, cs, ns, 20*time.Second, rolledOut(3))
 			// web-1 is created only once web-0 is ready, web-2 once web-1 is.
-			log.assertOrder(t, "web-0 created", "web-0 ready", "web-1 created", "web-1 ready", "web-2 created", "web-2 ready")
+			log.AssertOrder(t, "web-0 created", "web-0 ready", "web-1 created", "web-1 ready", "web-2 created", "web-2 ready")
 
 			pods := podsByName(t, cs, ns)
 			for i := range 3 {
@@ -56,9 +57,7 @@ func TestStatefulSet(t *testing.T) {
 			if got := claimNames(t, cs, ns); !slices.Equal(got, []string{"data-web-0", "data-web-1", "data-web-2"}) {
 				t.Fatalf("claims %v", got)
 			}
-			if out, err := kubectl(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s"); err != nil {
-				t.Fatalf("kubectl rollout status: %v\n%s", err, out)
-			} else if !strings.Contains(out, "3 new pods have been updated") && !strings.Contains(out, "rolling update complete 3 pods") {
+			if out := controllertest.KubectlOutput(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s"); !strings.Contains(out, "3 new pods have been updated") && !strings.Contains(out, "rolling update complete 3 pods") {
 				t.Fatalf("kubectl rollout status said %q", out)
 			}
 
@@ -86,11 +85,11 @@ func TestStatefulSet(t *testing.T) {
 				}
 			}
 
-			log.reset()
+			log.ResetLog()
 			patchSet(t, cs, ns, `{"spec":{"replicas":1}}`)
 			waitSet(t, cs, ns, 20*time.Second, rolledOut(1))
 			// In reverse, each after the one above it is gone.
-			log.assertOrder(t, "web-2 terminating", "web-2 gone", "web-1 terminating", "web-1 gone")
+			log.AssertOrder(t, "web-2 terminating", "web-2 gone", "web-1 terminating", "web-1 gone")
 			if got := slices.Sorted(mapsKeys(podsByName(t, cs, ns))); !slices.Equal(got, []string{"web-0"}) {
 				t.Fatalf("pods left %v", got)
 			}
@@ -102,23 +101,21 @@ func TestStatefulSet(t *testing.T) {
 
 		t.Run("rolling update in reverse ordinal order", func(t *testing.T) {
 			t.Parallel()
-			ns := createNamespace(t, cs, "rolling")
-			log := watchPods(t, cs, ns)
+			ns := controllertest.CreateNamespace(t, cs, "rolling")
+			log := controllertest.WatchPods(t, cs, ns, nil)
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, newSet(3), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			first := waitSet(t, cs, ns, 20*time.Second, rolledOut(3))
-			log.reset()
+			log.ResetLog()
 			patchSet(t, cs, ns, `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example/web:2"}]}}}}`)
 			// kubectl waits for the rollout itself.
-			if out, err := kubectl(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s"); err != nil {
-				t.Fatalf("kubectl rollout status: %v\n%s", err, out)
-			}
+			controllertest.KubectlOutput(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s")
 			done := waitSet(t, cs, ns, 20*time.Second, rolledOut(3))
 			if done.Status.UpdateRevision == first.Status.UpdateRevision {
 				t.Fatalf("update revision did not change: %s", done.Status.UpdateRevision)
 			}
-			log.assertOrder(t, "web-2 terminating", "web-2 gone", "web-2 created", "web-2 ready",
+			log.AssertOrder(t, "web-2 terminating", "web-2 gone", "web-2 created", "web-2 ready",
 				"web-1 terminating", "web-1 gone", "web-1 created", "web-1 ready",
 				"web-0 terminating", "web-0 gone", "web-0 created", "web-0 ready")
 			for name, p := range podsByName(t, cs, ns) {
@@ -154,7 +151,7 @@ func TestStatefulSet(t *testing.T) {
 
 		t.Run("partition updates only the pods at or above it", func(t *testing.T) {
 			t.Parallel()
-			ns := createNamespace(t, cs, "partition")
+			ns := controllertest.CreateNamespace(t, cs, "partition")
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, newSet(3), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -163,8 +160,8 @@ func TestStatefulSet(t *testing.T) {
 			set := waitSet(t, cs, ns, 20*time.Second, func(s *appsv1.StatefulSet) bool {
 				return s.Status.ObservedGeneration == s.Generation && s.Status.UpdatedReplicas == 1 && s.Status.ReadyReplicas == 3
 			})
-			if out, err := kubectl(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s"); err != nil || !strings.Contains(out, "partitioned roll out complete") {
-				t.Fatalf("kubectl rollout status: %v\n%s", err, out)
+			if out := controllertest.KubectlOutput(t, kubeconfig, "-n", ns, "rollout", "status", "statefulset/web", "--timeout=30s"); !strings.Contains(out, "partitioned roll out complete") {
+				t.Fatalf("kubectl rollout status said %q", out)
 			}
 			// Give a wrong controller time to go on.
 			time.Sleep(2 * time.Second)
@@ -181,7 +178,7 @@ func TestStatefulSet(t *testing.T) {
 
 		t.Run("a new set adopts the pods and revisions an orphaning delete left", func(t *testing.T) {
 			t.Parallel()
-			ns := createNamespace(t, cs, "adopt")
+			ns := controllertest.CreateNamespace(t, cs, "adopt")
 			set := newSet(2)
 			set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 			if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
@@ -193,7 +190,7 @@ func TestStatefulSet(t *testing.T) {
 			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, "web", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 20*time.Second, func() (bool, string) {
+			controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
 				_, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
 				for _, p := range podsByName(t, cs, ns) {
 					if len(p.OwnerReferences) > 0 {
@@ -207,7 +204,7 @@ func TestStatefulSet(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitSet(t, cs, ns, 20*time.Second, rolledOut(2))
-			eventually(t, 10*time.Second, func() (bool, string) {
+			controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
 				after := podsByName(t, cs, ns)
 				for name, p := range after {
 					ref := metav1.GetControllerOf(&p)
@@ -227,7 +224,7 @@ func TestStatefulSet(t *testing.T) {
 
 		t.Run("whenScaled Delete removes the claims of removed ordinals", func(t *testing.T) {
 			t.Parallel()
-			ns := createNamespace(t, cs, "retention")
+			ns := controllertest.CreateNamespace(t, cs, "retention")
 			set := newSet(3)
 			set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 			set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
@@ -240,7 +237,7 @@ func TestStatefulSet(t *testing.T) {
 			waitSet(t, cs, ns, 20*time.Second, rolledOut(3))
 			patchSet(t, cs, ns, `{"spec":{"replicas":1}}`)
 			waitSet(t, cs, ns, 20*time.Second, rolledOut(1))
-			eventually(t, 20*time.Second, func() (bool, string) {
+			controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
 				got := claimNames(t, cs, ns)
 				return slices.Equal(got, []string{"data-web-0"}), fmt.Sprintf("claims %v", got)
 			})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/controllers/ttlafterfinished"
 )
 
@@ -19,7 +20,7 @@ func TestDeletesFinishedJobs(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx := context.Background()
 	cs := c.Client.BatchV1().Jobs(metav1.NamespaceDefault)
-	startController(t, c, ttlafterfinished.Descriptor)
+	controllertest.Run(t, c.Config, ttlafterfinished.Descriptor)
 
 	newJob := func(name string, ttl *int32) *batchv1.Job {
 		return &batchv1.Job{
@@ -77,7 +78,7 @@ func TestDeletesFinishedJobs(t *testing.T) {
 	for _, name := range []string{"done-ttl", "failed-ttl"} {
 		t.Run(name+" deleted after its TTL", func(t *testing.T) {
 			var j *batchv1.Job
-			eventually(t, 5*time.Second, func() (bool, string) {
+			controllertest.Eventually(t, 5*time.Second, func() (bool, string) {
 				var err error
 				j, err = cs.Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
