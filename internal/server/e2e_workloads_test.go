@@ -225,7 +225,6 @@ func (b *podBoundsWatch) stop() (minReady, maxPods int) {
 	return b.minReady, b.maxPods
 }
 
-
 // A node that stops (its machine "dies") goes NotReady after the grace
 // period, is tainted, and its pods are evicted and recreated elsewhere.
 func TestClusterNodeFailure(t *testing.T) {
@@ -292,4 +291,24 @@ func TestClusterNodeFailure(t *testing.T) {
 		}
 		return running == 3, nil
 	})
+}
+
+// /metrics carries the scheduler's and the controllers' metrics beside the
+// API server's.
+func TestClusterMetrics(t *testing.T) {
+	srv, rc := startTestServer(t, Config{SimulatedNodes: 1, Controllers: []string{"*"}})
+	<-srv.SimNodes.Ready()
+	cs := kubernetes.NewForConfigOrDie(rc)
+	k := kubectlFor(t, srv.Kubeconfig)
+	k.ok(t, "create", "deployment", "m", "--image=x")
+	k.ok(t, "rollout", "status", "deploy/m", "--timeout=60s")
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"scheduler_schedule_attempts_total", "rudder_controller_reconcile_duration_seconds", "workqueue_depth", "apiserver_request_total"} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,10 @@ import (
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
+	"github.com/rudder-dev/rudder/internal/controllers/podgc"
 	"github.com/rudder-dev/rudder/internal/pki"
+	"github.com/rudder-dev/rudder/internal/scheduler"
 	"github.com/rudder-dev/rudder/internal/simnode"
 	"github.com/rudder-dev/rudder/internal/storage"
 )
@@ -210,7 +214,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One /metrics for the whole control plane: the API server's own, and
+	// those of the in-process scheduler and controllers.
+	metrics := prometheus.NewRegistry()
+	for _, group := range [][]prometheus.Collector{scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors()} {
+		for _, c := range group {
+			if err := metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
+		}
+	}
 	api, err := apiserver.New(apiserver.Config{
+		Registry:           metrics,
 		ServiceNetwork:     svcNet,
 		Store:              store,
 		WatchCacheCapacity: cfg.WatchCacheCapacity,
