@@ -62,3 +62,34 @@ func loadAverage() float64 {
 	}
 	return v
 }
+
+// serverUsage measures what an embedded server cost over a phase: this
+// process's CPU time and its peak resident memory (the kernel's VmHWM,
+// reset when the phase starts). The benchmark's clients share the process,
+// so both include them.
+type serverUsage struct {
+	started bool
+	cpu     time.Duration
+}
+
+func startServerUsage() serverUsage {
+	// Writing 5 to clear_refs resets VmHWM to the current RSS, so the
+	// phase reports its own peak; where that is refused, the peak is the
+	// process's since it started.
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	return serverUsage{started: true, cpu: processCPU()}
+}
+
+// read returns the CPU seconds since start and the peak RSS in MiB; both
+// nil for a meter never started (the server was not in this process).
+func (u serverUsage) read() (cpuSeconds, peakRSSMiB *float64) {
+	if !u.started {
+		return nil, nil
+	}
+	cpu := round3((processCPU() - u.cpu).Seconds())
+	cpuSeconds = &cpu
+	if rss, err := procStatusMiB(os.Getpid(), "VmHWM"); err == nil {
+		peakRSSMiB = &rss
+	}
+	return cpuSeconds, peakRSSMiB
+}

@@ -14,7 +14,8 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
 	// Target is "embedded" (a fresh server in this process) or "kubeconfig".
-	Target string `json:"target"`
+	Target     string `json:"target"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// InProcess is true when the server runs in the benchmark's process: the
 	// clients and the server then share the CPUs below, and every figure
 	// includes the clients' own cost (TLS, decoding).
@@ -29,6 +30,11 @@ type Result struct {
 	// before and after: above NumCPU, other work competed for the CPUs.
 	LoadStart float64 `json:"loadavg_start"`
 	LoadEnd   float64 `json:"loadavg_end"`
+	// ServerCPUSeconds and ServerPeakRSSMiB are this process's CPU time
+	// over the stages and its peak RSS, when the server is embedded (and
+	// so include the clients); absent otherwise.
+	ServerCPUSeconds *float64 `json:"server_cpu_seconds,omitempty"`
+	ServerPeakRSSMiB *float64 `json:"server_peak_rss_mib,omitempty"`
 
 	Ops     []OpResult     `json:"ops"`
 	List    []ListResult   `json:"list"`

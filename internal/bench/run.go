@@ -88,6 +88,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	e.logf("namespace %s on %s; stages %v", ns.Name, restCfg.Host, cfg.Stages)
+	var usage serverUsage // zero unless embedded
+	if res.InProcess {
+		usage = startServerUsage()
+	}
 	if cfg.runs(StageList) {
 		sctx, cancel := context.WithTimeout(ctx, cfg.StageTimeout)
 		res.List = append(res.List, runList(sctx, e)...)
@@ -109,6 +113,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			e.logf("watch with %d watchers: %d of %d delivered, e2e p99 %.1fms", w, r.Delivered, r.Expected, r.E2E.P99MS)
 		}
 	}
+	if res.InProcess {
+		res.ServerCPUSeconds, res.ServerPeakRSSMiB = usage.read()
+	}
 	res.evaluateTargets()
 	res.LoadEnd = loadAverage()
 	res.Seconds = round3(time.Since(started).Seconds())
@@ -120,16 +127,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func connect(ctx context.Context, cfg Config, res *Result) (*rest.Config, func(), error) {
 	if cfg.Kubeconfig != "" {
 		rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		res.Kubeconfig = cfg.Kubeconfig
 		return rc, func() {}, err
 	}
-	dir, err := os.MkdirTemp("", "rudder-bench-")
+	rc, _, stop, err := startEmbedded(ctx, server.Config{HTTPSPort: 0})
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := server.Start(ctx, server.Config{DataDir: dir, HTTPSPort: 0})
+	res.Target, res.InProcess = "embedded", true
+	return rc, stop, nil
+}
+
+// startEmbedded starts a server of scfg in this process, in a fresh
+// temporary data directory (scfg.DataDir is replaced), and returns an
+// admin client config for it. stop shuts it down and removes the directory.
+func startEmbedded(ctx context.Context, scfg server.Config) (*rest.Config, *server.Server, func(), error) {
+	dir, err := os.MkdirTemp("", "rudder-bench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	scfg.DataDir = dir
+	srv, err := server.Start(ctx, scfg)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stop := func() {
 		srv.Stop()
@@ -138,10 +159,9 @@ func connect(ctx context.Context, cfg Config, res *Result) (*rest.Config, func()
 	rc, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	res.Target, res.InProcess = "embedded", true
-	return rc, stop, nil
+	return rc, srv, stop, nil
 }
 
 // waitAdmissible waits until a pod can be created in the new namespace. On

@@ -469,23 +469,27 @@ func countReady(nodes []corev1.Node) int {
 }
 
 // rssMiB reads VmRSS (in kB) from /proc/<pid>/status.
-func rssMiB(pid int) (float64, error) {
+func rssMiB(pid int) (float64, error) { return procStatusMiB(pid, "VmRSS") }
+
+// procStatusMiB reads a memory figure given in kB (VmRSS, VmHWM, ...)
+// from /proc/<pid>/status, in MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the server's RSS: %w", err)
+		return 0, fmt.Errorf("reading the server's %s: %w", field, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "VmRSS:" {
+		if len(fields) >= 2 && fields[0] == field+":" {
 			kb, err := strconv.ParseFloat(fields[1], 64)
 			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", sc.Text(), err)
+				return 0, fmt.Errorf("parsing %s %q: %w", field, sc.Text(), err)
 			}
 			return round1(kb / 1024), nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // Print writes the table and p50 summary, then the JSON line.
