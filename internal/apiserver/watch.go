@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
