@@ -373,7 +373,7 @@ func RunChurn(parent context.Context, cfg ChurnConfig) (*ChurnResult, error) {
 	}
 	res.WatchMS = lat.results()
 	res.WatchMissed = lat.pending()
-	res.PodsRunning, res.PodsDeletedBeforeRunning, res.PodsNotRunning = snap.running, snap.deletedEarly, snap.notRunning
+	res.PodsRunning, res.PodsDeletedBeforeRunning, res.PodsNotRunning = snap.ran, snap.deletedEarly, snap.notRunning
 	res.PodStartupMS = snap.startup
 	res.Client, res.ClientP99MS = recorder.results()
 

@@ -39,9 +39,12 @@ type DensityRun struct {
 	BringUpSeconds float64 `json:"bring_up_seconds"`
 	// Created, Scheduled and Running count the pods seen created, bound
 	// and Running; SecondsToAll* are when the last of each was seen.
-	Created               int     `json:"created"`
-	Scheduled             int     `json:"scheduled"`
-	Running               int     `json:"running"`
+	Created   int `json:"created"`
+	Scheduled int `json:"scheduled"`
+	Running   int `json:"running"`
+	// Deleted counts pods deleted during the run (evicted, say); the
+	// controllers replace them, and Created counts the replacements too.
+	Deleted               int     `json:"deleted"`
 	SecondsToAllCreated   float64 `json:"seconds_to_all_created"`
 	SecondsToAllScheduled float64 `json:"seconds_to_all_scheduled"`
 	SecondsToAllRunning   float64 `json:"seconds_to_all_running"`
@@ -102,7 +105,7 @@ func (r *DensityRun) fill(s densitySnapshot, t0 time.Time) {
 		}
 		return round3(t.Sub(t0).Seconds())
 	}
-	r.Created, r.Scheduled, r.Running = s.seen, s.bound, s.running
+	r.Created, r.Scheduled, r.Running, r.Deleted = s.seen, s.bound, s.running, s.deletedEarly+s.deletedRunning
 	r.SecondsToAllCreated, r.SecondsToAllScheduled, r.SecondsToAllRunning = since(s.lastSeen), since(s.lastBound), since(s.lastRunning)
 	if r.SecondsToAllRunning > 0 {
 		r.RunningPerSecond = round1(float64(r.Running) / r.SecondsToAllRunning)

@@ -46,12 +46,15 @@ type densityTracker struct {
 	pods map[string]*densityPod
 	// want, when positive, is the number of Running pods that completes the
 	// run: done is closed when it is reached.
-	want int
-	done chan struct{}
+	want     int
+	done     chan struct{}
+	finished bool
 
-	seen, bound, running int
-	// deletedEarly counts pods deleted before they were seen Running.
-	deletedEarly int
+	// running is how many tracked pods run now; ran how many ever did.
+	seen, bound, running, ran int
+	// deletedEarly counts pods deleted before they were seen Running,
+	// deletedRunning those deleted after.
+	deletedEarly, deletedRunning int
 	// lastSeen, lastBound and lastRunning are when the last pod was first
 	// seen, seen bound, seen Running.
 	lastSeen, lastBound, lastRunning time.Time
@@ -124,8 +127,13 @@ func (t *densityTracker) observe(ev watch.Event, now time.Time) {
 	p := t.pods[pod.Name]
 	if ev.Type == watch.Deleted {
 		if p != nil {
+			// A Running pod that goes (evicted, say) no longer counts
+			// towards all Running: its replacement must run instead.
 			if p.running.IsZero() {
 				t.deletedEarly++
+			} else {
+				t.running--
+				t.deletedRunning++
 			}
 			delete(t.pods, pod.Name)
 		}
@@ -151,6 +159,7 @@ func (t *densityTracker) observe(ev watch.Event, now time.Time) {
 	if p.running.IsZero() && pod.Status.Phase == corev1.PodRunning {
 		p.running = now
 		t.running++
+		t.ran++
 		t.lastRunning = now
 		t.startup.record(now.Sub(p.created))
 		if !p.ct.IsZero() {
@@ -159,7 +168,8 @@ func (t *densityTracker) observe(ev watch.Event, now time.Time) {
 		if !p.bound.IsZero() {
 			t.bindToRun.record(now.Sub(p.bound))
 		}
-		if t.want > 0 && t.running == t.want {
+		if t.want > 0 && t.running == t.want && !t.finished {
+			t.finished = true
 			close(t.done)
 		}
 	}
@@ -190,9 +200,9 @@ func (t *densityTracker) logProgress(ctx context.Context, t0 time.Time, interval
 
 // densitySnapshot is the tracker's figures at one moment.
 type densitySnapshot struct {
-	seen, bound, running, deletedEarly int
-	lastSeen, lastBound, lastRunning   time.Time
-	startup, startupCT, toBind, toRun  Quantiles
+	seen, bound, running, ran, deletedEarly, deletedRunning int
+	lastSeen, lastBound, lastRunning                        time.Time
+	startup, startupCT, toBind, toRun                       Quantiles
 	// notRunning is how many tracked (not deleted) pods are not Running.
 	notRunning int
 	err        error
@@ -201,7 +211,7 @@ type densitySnapshot struct {
 func (t *densityTracker) snapshot() densitySnapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := densitySnapshot{seen: t.seen, bound: t.bound, running: t.running, deletedEarly: t.deletedEarly,
+	s := densitySnapshot{seen: t.seen, bound: t.bound, running: t.running, ran: t.ran, deletedEarly: t.deletedEarly, deletedRunning: t.deletedRunning,
 		lastSeen: t.lastSeen, lastBound: t.lastBound, lastRunning: t.lastRunning,
 		startup: quantilesOf(&t.startup), startupCT: quantilesOf(&t.startupCT),
 		toBind: quantilesOf(&t.toBind), toRun: quantilesOf(&t.bindToRun), err: t.err}
