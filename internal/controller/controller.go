@@ -153,3 +153,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (res Result, err
 	}()
 	return c.Reconciler.Reconcile(ctx, key)
 }
+
+// ObjectOf returns obj as a T, looking inside the tombstone an informer
+// hands to delete handlers when it missed the final state.
+func ObjectOf[T any](obj interface{}) (T, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}

@@ -270,15 +270,9 @@ func (c *dsController) updatePod(old, cur interface{}) {
 }
 
 func (c *dsController) deletePod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {

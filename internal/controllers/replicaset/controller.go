@@ -233,15 +233,9 @@ func (c *rsController) updatePod(old, cur interface{}) {
 }
 
 func (c *rsController) deletePod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
