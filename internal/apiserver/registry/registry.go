@@ -7,9 +7,12 @@ func All() []*Resource {
 	var all []*Resource
 	for _, group := range [][]*Resource{
 		coreResources(),
+		admissionregistrationResources(),
+		apiextensionsResources(),
 		appsResources(),
 		authenticationResources(),
 		authorizationResources(),
+		autoscalingResources(),
 		batchResources(),
 		certificatesResources(),
 		coordinationResources(),

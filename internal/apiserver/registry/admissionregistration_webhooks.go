@@ -1,0 +1,5 @@
+package registry
+
+// webhookConfigurationResources returns mutating and validating webhook
+// configurations.
+func webhookConfigurationResources() []*Resource { return nil }
