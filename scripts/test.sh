@@ -7,5 +7,13 @@ if ! command -v "${KUBECTL:-/usr/bin/kubectl}" >/dev/null 2>&1; then
   echo "kubectl not found at ${KUBECTL:-/usr/bin/kubectl}: the end-to-end tests drive a real kubectl" >&2
   exit 1
 fi
+# helm 3, for the helm end-to-end test: built once from the module proxy
+# (the pinned version is helmVersion in internal/server/e2e_helm_test.go).
+HELM_VERSION=$(sed -n 's/^const helmVersion = "\(.*\)"$/\1/p' internal/server/e2e_helm_test.go)
+GOBIN_DIR=$(go env GOBIN); GOBIN_DIR=${GOBIN_DIR:-$(go env GOPATH)/bin}
+if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^$HELM_VERSION"; then
+  (cd "$(mktemp -d)" && go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
+fi
+export HELM="$GOBIN_DIR/helm"
 go vet ./...
 go test -count=1 -timeout 60m ./...

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -31,8 +32,9 @@ type Deps struct {
 	// be deleted.
 	Namespaces         NamespaceGetter
 	ImmortalNamespaces []string
-	// Objects backs ServiceAccount, Priority, LimitRanger, PodSecurity
-	// and ResourceQuota.
+	// Objects backs ServiceAccount, Priority, LimitRanger, PodSecurity,
+	// ResourceQuota and the webhook plugins (their configurations, and
+	// the Services and EndpointSlices behind service references).
 	Objects ObjectSource
 	// Status stores quota usage; without it ResourceQuota is left out.
 	Status StatusWriter
@@ -46,6 +48,34 @@ type Deps struct {
 	// filled from the fields above); the zero value is upstream's
 	// default, privileged everywhere unless a namespace says otherwise.
 	PodSecurity PodSecurityConfig
+	// Authorizer backs CertificateApproval and CertificateSigning (the
+	// server passes its authorizer chain); without it they are left out.
+	Authorizer SignerAuthorizer
+	// StorageProtectionControllers says the pvc-protection and
+	// pv-protection controllers run somewhere and remove the finalizers
+	// StorageObjectInUseProtection adds; without them it is left out, or
+	// claims and volumes could never be deleted.
+	StorageProtectionControllers bool
+	// Resources are the served resources by kind: ValidatingAdmissionPolicy
+	// resolves paramKind with them.
+	Resources []ResourceKind
+	// Context bounds the plugins' background work (ValidatingAdmissionPolicy
+	// type checking); nil runs none.
+	Context context.Context
+	// Served backs the webhook plugins' matchPolicy Equivalent (the
+	// other versions of a resource) and the defaults a webhook-patched
+	// object gets again; without it webhooks match exactly and patched
+	// objects are not re-defaulted.
+	Served []ServedResource
+}
+
+// webhookConfig is what both webhook plugins read from Deps.
+func (d Deps) webhookConfig() WebhookConfig {
+	cfg := WebhookConfig{Objects: d.Objects, Namespaces: d.Namespaces, Served: d.Served}
+	if d.Authorizer != nil {
+		cfg.Authorizer = d.Authorizer
+	}
+	return cfg
 }
 
 type registryEntry struct {
@@ -69,7 +99,7 @@ var registry = []registryEntry{
 	{name: "LimitPodHardAntiAffinityTopology"},
 	{name: "LimitRanger", defaultOn: true, build: func(d Deps) Plugin { return &LimitRanger{Objects: d.Objects} }},
 	{name: "ServiceAccount", defaultOn: true, build: func(d Deps) Plugin { return ServiceAccount{Objects: d.Objects} }},
-	{name: "NodeRestriction"},
+	{name: "NodeRestriction", build: func(d Deps) Plugin { return NodeRestriction{Objects: d.Objects} }},
 	{name: "TaintNodesByCondition", defaultOn: true, build: func(Deps) Plugin { return TaintNodesByCondition{} }},
 	{name: "AlwaysPullImages"},
 	{name: "ImagePolicyWebhook"},
@@ -86,22 +116,54 @@ var registry = []registryEntry{
 	{name: "PodTolerationRestriction"},
 	{name: "EventRateLimit"},
 	{name: "ExtendedResourceToleration"},
-	{name: "DefaultStorageClass", defaultOn: true},
-	{name: "StorageObjectInUseProtection", defaultOn: true},
+	{name: "DefaultStorageClass", defaultOn: true, build: func(d Deps) Plugin { return DefaultStorageClass{Objects: d.Objects} }},
+	{name: "StorageObjectInUseProtection", defaultOn: true, build: func(d Deps) Plugin {
+		if !d.StorageProtectionControllers {
+			return nil
+		}
+		return StorageObjectInUseProtection{}
+	}},
 	{name: "OwnerReferencesPermissionEnforcement"},
-	{name: "PersistentVolumeClaimResize", defaultOn: true},
-	{name: "RuntimeClass", defaultOn: true},
-	{name: "CertificateApproval", defaultOn: true},
-	{name: "CertificateSigning", defaultOn: true},
+	{name: "PersistentVolumeClaimResize", defaultOn: true, build: func(d Deps) Plugin { return PersistentVolumeClaimResize{Objects: d.Objects} }},
+	{name: "RuntimeClass", defaultOn: true, build: func(d Deps) Plugin { return RuntimeClass{Objects: d.Objects} }},
+	{name: "CertificateApproval", defaultOn: true, build: func(d Deps) Plugin {
+		if d.Authorizer == nil {
+			return nil
+		}
+		return CertificateApproval{Authorizer: d.Authorizer}
+	}},
+	{name: "CertificateSigning", defaultOn: true, build: func(d Deps) Plugin {
+		if d.Authorizer == nil {
+			return nil
+		}
+		return CertificateSigning{Authorizer: d.Authorizer}
+	}},
 	{name: "ClusterTrustBundleAttest", defaultOn: true},
-	{name: "CertificateSubjectRestriction", defaultOn: true},
-	{name: "DefaultIngressClass", defaultOn: true},
+	{name: "CertificateSubjectRestriction", defaultOn: true, build: func(Deps) Plugin { return CertificateSubjectRestriction{} }},
+	{name: "DefaultIngressClass", defaultOn: true, build: func(d Deps) Plugin { return DefaultIngressClass{Objects: d.Objects} }},
 	{name: "DenyServiceExternalIPs"},
 	{name: "PodTopologyLabels", defaultOn: true},
 	{name: "MutatingAdmissionPolicy", defaultOn: true},
-	{name: "MutatingAdmissionWebhook", defaultOn: true},
-	{name: "ValidatingAdmissionPolicy", defaultOn: true},
-	{name: "ValidatingAdmissionWebhook", defaultOn: true},
+	{name: "MutatingAdmissionWebhook", defaultOn: true, build: func(d Deps) Plugin {
+		if d.Objects == nil {
+			return nil
+		}
+		return NewMutatingWebhook(d.webhookConfig())
+	}},
+	{name: "ValidatingAdmissionPolicy", defaultOn: true, build: func(d Deps) Plugin {
+		p := NewValidatingPolicy(ValidatingPolicyConfig{Objects: d.Objects, Namespaces: d.Namespaces, Authorizer: d.Authorizer,
+			Resources: d.Resources, Status: d.Status})
+		if d.Context != nil {
+			go p.RunTypeChecking(d.Context)
+		}
+		return p
+	}},
+	{name: "ValidatingAdmissionWebhook", defaultOn: true, build: func(d Deps) Plugin {
+		if d.Objects == nil {
+			return nil
+		}
+		return NewValidatingWebhook(d.webhookConfig())
+	}},
 	{name: "ResourceQuota", defaultOn: true, build: func(d Deps) Plugin {
 		if d.Status == nil {
 			return nil

@@ -60,6 +60,7 @@ func subresourcesOf(res *registry.Resource) []subresource {
 	if res.Resource == "pods" {
 		out = append(out, subresource{"binding", metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 	}
+	out = append(out, streamSubresources(res)...)
 	if res.Resource == "serviceaccounts" {
 		out = append(out, subresource{"token", metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, []string{"create"}})
 	}
@@ -78,10 +79,10 @@ func subresourcesOf(res *registry.Resource) []subresource {
 	return out
 }
 
-func newDiscoveryCache(s *Server) *discoveryCache {
+func newDiscoveryCache(all []*registry.Resource, groups []groupVersions) *discoveryCache {
 	d := &discoveryCache{groups: map[string][]byte{}, resources: map[string][]byte{}, aggregatedEncoded: map[string][]byte{}}
 	byGV := map[string][]*registry.Resource{}
-	for _, res := range s.cfg.Resources {
+	for _, res := range all {
 		gv := res.GroupVersion().String()
 		byGV[gv] = append(byGV[gv], res)
 	}
@@ -90,7 +91,7 @@ func newDiscoveryCache(s *Server) *discoveryCache {
 	groupList := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	d.aggregatedAPI = &apidiscoveryv2.APIGroupDiscoveryList{}
 	d.aggregatedAPIs = &apidiscoveryv2.APIGroupDiscoveryList{}
-	for _, g := range s.groups {
+	for _, g := range groups {
 		group := metav1.APIGroup{Name: g.group}
 		agg := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.group}}
 		for _, v := range g.versions {
@@ -196,7 +197,7 @@ func aggregatedVersion(r *http.Request) string {
 }
 
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	d := s.discovery
+	d := s.discovery.Load()
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	parts := splitPath(p)
 	switch {

@@ -10,13 +10,20 @@
 //	  authorize                auth.Authorizer (system:masters, RBAC) → 403
 //	  route                    resource handler, subresource, or discovery/health/metrics/openapi
 //	    get / list / watch     served from the watch cache (see below)
-//	    create                 decode → defaults → mutating admission → metadata, PrepareForCreate
-//	                           → validation → validating admission → etcd create (409 if it exists)
-//	    update / patch         guaranteedUpdate: read, apply the change, keep system metadata and the
-//	                           spec/status split, bump generation, admission, validation, then
-//	                           compare-and-swap on the read revision, retrying unless the client
-//	                           pinned a resourceVersion (then 409)
+//	    create                 decode → defaults → managedFields → mutating admission → metadata,
+//	                           PrepareForCreate → validation → validating admission → etcd create
+//	                           (409 if it exists)
+//	    update / patch         guaranteedUpdate: read, apply the change, record managedFields, keep
+//	                           system metadata and the spec/status split, bump generation, admission,
+//	                           validation, then compare-and-swap on the read revision, retrying
+//	                           unless the client pinned a resourceVersion (then 409)
+//	    apply                  a patch (application/apply-patch+yaml) merged by the field manager,
+//	                           409 on fields another manager owns; creates a missing object
 //	    delete                 graceful (pods on a node), finalizers and propagation, or removal
+//
+// Every client write records who set which field in metadata.managedFields
+// (managedfields.go), and server-side apply builds on those records
+// (apply.go).
 //
 // Per-kind behaviour — defaults, validation, field selectors, table
 // columns — lives in the registry package; this package applies it

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,9 @@ func newCodecs() *codecs {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err) // the static scheme is broken: a programming error
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	if err := metav1.AddMetaToScheme(s); err != nil {

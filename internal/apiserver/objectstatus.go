@@ -26,6 +26,7 @@ func (s *Server) UpdateObjectStatus(ctx context.Context, gvr schema.GroupVersion
 	}
 	out, _, err := h.guaranteedUpdate(ctx, updateRequest{
 		namespace: m.GetNamespace(), name: m.GetName(), subresource: "status", user: privileged,
+		track: true, manager: serverManager,
 		mutate: func(runtime.Object) (runtime.Object, bool, error) { return obj.DeepCopyObject(), true, nil },
 	})
 	return out, err

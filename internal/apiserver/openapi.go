@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
@@ -25,6 +26,12 @@ type openAPI struct {
 func newOpenAPI(resources []*registry.Resource) *openAPI {
 	rs := make([]openapi.Resource, 0, len(resources))
 	for _, res := range resources {
+		if _, err := clientgoscheme.Scheme.New(res.GroupVersionKind()); err != nil {
+			// The openapi package describes the kinds k8s.io/api has Go
+			// types and generated definitions for; apiextensions.k8s.io
+			// is not one of them.
+			continue
+		}
 		r := openapi.Resource{
 			Group: res.Group, Version: res.Version, Resource: res.Resource, Kind: res.Kind,
 			Namespaced: res.Namespaced, Verbs: verbsOf(res),
@@ -43,6 +50,9 @@ func newOpenAPI(resources []*registry.Resource) *openAPI {
 }
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if s.serveCRDOpenAPI(w, r) {
+		return
+	}
 	if !s.openapi.svc.Serve(w, r) {
 		s.writeError(w, r, notFound())
 	}

@@ -2,11 +2,14 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -64,32 +67,54 @@ func applyPatch(patchType string, original, patch []byte, typ runtime.Object) (_
 	return nil, unsupportedMediaType(mediaJSONPatch, mediaMergePatch, mediaStrategicPatch)
 }
 
+// patchTypes lists the patch media types PATCH reads, in upstream's order
+// (its 415 lists them so); custom resources have no strategic merge.
+func (h *resourceHandler) patchTypes() []string {
+	if h.res.CustomResource {
+		return []string{mediaJSONPatch, mediaMergePatch, mediaApplyPatchYAML}
+	}
+	return []string{mediaJSONPatch, mediaMergePatch, mediaStrategicPatch, mediaApplyPatchYAML}
+}
+
 // patch serves PATCH on the resource or its status: the patch is applied
 // to the current object on every compare-and-swap attempt, so concurrent
-// patches of different fields all land.
+// patches of different fields all land. A server-side apply
+// (application/apply-patch+yaml) is a patch too: see apply.go.
 func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) {
+	patchType := contentType(r)
+	if !slices.Contains(h.patchTypes(), patchType) {
+		h.s.writeError(w, r, unsupportedMediaType(h.patchTypes()...))
+		return
+	}
+	opts, err := parseWriteOptions(r, "PatchOptions", patchType)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	patchBody, err := readBody(r)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	patchType := contentType(r)
-	isDry, err := dryRun(r)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: isDry,
+	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: opts.dryRun,
+		track: true, manager: opts.manager,
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			return h.patchObject(w, r, cur, patchType, patchBody)
 		},
 	}
-	out, _, err := h.guaranteedUpdate(r.Context(), req)
+	if patchType == mediaApplyPatchYAML {
+		req = h.applyRequest(w, r, req, namespace, patchBody, opts)
+	}
+	out, created, err := h.guaranteedUpdate(r.Context(), req)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	h.reply(w, r, http.StatusOK, out)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	h.reply(w, r, code, out)
 }
 
 // patchObject applies a patch to cur and decodes the result. The result is
@@ -106,16 +131,59 @@ func (h *resourceHandler) patchObject(w http.ResponseWriter, r *http.Request, cu
 	if err != nil {
 		return nil, false, err
 	}
-	// Decode as a JSON body, with the client's field validation.
-	jr := r.Clone(r.Context())
-	jr.Header.Set("Content-Type", mediaJSON)
-	next, err := h.decodeBody(w, jr, patched, h.kindRef())
+	next, err := h.decodePatched(w, r, patchType, patched, patchBody)
 	if err != nil {
 		return nil, false, err
 	}
 	m := objectMeta(next)
-	if m.GetName() != objectMeta(cur).GetName() || m.GetNamespace() != objectMeta(cur).GetNamespace() {
-		return nil, false, apierrors.NewBadRequest("metadata.name and metadata.namespace may not be changed by a patch")
+	if m.GetName() != objectMeta(cur).GetName() {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), objectMeta(cur).GetName()))
+	}
+	if m.GetNamespace() != objectMeta(cur).GetNamespace() {
+		return nil, false, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return next, m.GetResourceVersion() != curRV, nil
+}
+
+// decodePatched decodes the patched object with the request's field
+// validation. As upstream, fields the type does not declare are, under
+// Strict, a 422 on the patch; under Warn (the default), warnings.
+func (h *resourceHandler) decodePatched(w http.ResponseWriter, r *http.Request, patchType string, patched, patchBody []byte) (runtime.Object, error) {
+	mode := r.URL.Query().Get("fieldValidation")
+	dec := h.s.codecs.decoderFor(mediaJSON, mode != metav1.FieldValidationIgnore)
+	// What the 422 shows as the patch: the patched object, or for a
+	// strategic merge the patch itself, as upstream shows them.
+	shown := func() string {
+		if patchType == mediaStrategicPatch {
+			var m map[string]interface{}
+			if json.Unmarshal(patchBody, &m) == nil {
+				return fmt.Sprintf("%+v", m)
+			}
+			return string(patchBody)
+		}
+		return string(patched)
+	}
+	into := h.res.New()
+	want := h.gvk
+	obj, actual, err := dec.Decode(patched, &want, into)
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		if mode == metav1.FieldValidationStrict {
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), shown(), err.Error())})
+		}
+		var sde interface{ Errors() []error }
+		if errors.As(err, &sde) {
+			for _, e := range sde.Errors() {
+				addWarning(w, e.Error())
+			}
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), shown(), err.Error())})
+	}
+	if obj != into || (actual != nil && (actual.Kind != h.gvk.Kind || actual.GroupVersion() != h.gvk.GroupVersion())) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data does not match the expected kind (%s)", h.gvk.Kind))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(h.gvk)
+	return obj, nil
 }

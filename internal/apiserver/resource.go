@@ -30,6 +30,12 @@ type resourceHandler struct {
 	deprecation string
 	// review answers a create of a virtual resource (cache is nil then).
 	review reviewFunc
+	// custom is set for custom resources: what the write path needs of
+	// their definition (crd.go).
+	custom *crdVersion
+	// fields keeps the resource's field managers (managedfields.go),
+	// built on first use; its zero value is ready.
+	fields fieldManagers
 }
 
 func (h *resourceHandler) key(namespace, name string) string {

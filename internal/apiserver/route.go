@@ -25,8 +25,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		v.serveReview(w, r, info)
 		return
 	}
-	h, ok := s.handlers[gvr]
-	if !ok || len(info.Parts) > 3 {
+	h, ok := s.handlerFor(gvr)
+	if !ok || (len(info.Parts) > 3 && !isProxyPath(info)) {
 		if info.Resource == "" && r.Method == http.MethodGet {
 			s.serveDiscovery(w, r, info)
 			return
@@ -50,6 +50,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 			return
 		}
 		namespace = ""
+	}
+	if h.custom != nil && !h.crdAdmitRequest(w, r, info) {
+		return
 	}
 	switch sub := info.Subresource; sub {
 	case "":
@@ -131,7 +134,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		}
 		h.finalize(w, r, info.Name)
 	default:
-		s.writeError(w, r, notFound())
+		// Pod subresources (eviction, ephemeralcontainers, log, exec,
+		// attach, portforward, proxy) and service and node proxies.
+		if !h.routePodSubresource(w, r, info, namespace) {
+			s.writeError(w, r, notFound())
+		}
 	}
 }
 

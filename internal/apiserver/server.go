@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,13 +71,20 @@ type Server struct {
 	// saTokens issues and publishes service-account tokens; nil until
 	// SetServiceAccountTokens.
 	saTokens *serviceAccountTokens
+	// nodes forwards logs, exec, attach, port-forward and proxy requests
+	// to nodes; nil until SetNodeConnector (see streaming.go).
+	nodes NodeConnector
 	// groups lists API groups and versions in discovery order.
-	groups    []groupVersions
-	discovery *discoveryCache
-	openapi   *openAPI
-	services  *serviceAllocator
-	checks    []healthCheck
-	ready     chan struct{}
+	groups []groupVersions
+	// discovery is swapped whole when custom resources come or go.
+	discovery atomic.Pointer[discoveryCache]
+	// crd serves the resources CustomResourceDefinitions define (crd.go);
+	// nil when the server does not serve CRDs.
+	crd      *crdController
+	openapi  *openAPI
+	services *serviceAllocator
+	checks   []healthCheck
+	ready    chan struct{}
 }
 
 type groupVersions struct {
@@ -148,7 +156,8 @@ func New(cfg Config) (*Server, error) {
 		s.services = &serviceAllocator{net: cfg.ServiceNetwork, store: s.store}
 		services.hooks = s.services.hooks()
 	}
-	s.discovery = newDiscoveryCache(s)
+	s.crd = newCRDController(s)
+	s.rebuildDiscovery()
 	s.openapi = newOpenAPI(cfg.Resources)
 	for _, c := range append([]prometheus.Collector{requestCounter, requestLatency, watchersGauge}, storage.Metrics()...) {
 		if err := s.metrics.Register(c); err != nil {
@@ -203,6 +212,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if err := s.services.repair(ctx, h.cache); err != nil {
 			return fmt.Errorf("repair service allocations: %w", err)
 		}
+	}
+	if s.crd != nil {
+		go s.crd.run(ctx)
 	}
 	return nil
 }

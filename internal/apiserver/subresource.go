@@ -57,6 +57,7 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, namespac
 	}
 	scaleRef := kindRef{kind: scaleGVK, newObject: func() runtime.Object { return &autoscalingv1.Scale{} }}
 	req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: isDry,
+		track: true, manager: requestManager(r), managedSubresource: "scale",
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			var want *autoscalingv1.Scale
 			if r.Method == http.MethodPatch {
@@ -186,6 +187,7 @@ func (h *resourceHandler) finalize(w http.ResponseWriter, r *http.Request, name 
 	}
 	want := obj.(*corev1.Namespace)
 	req := updateRequest{name: name, user: requestUser(r), dryRun: isDry, subresource: "finalize",
+		track: true, manager: requestManager(r),
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			ns := cur.(*corev1.Namespace)
 			ns.Spec.Finalizers = want.Spec.Finalizers
@@ -226,6 +228,7 @@ func (h *resourceHandler) approve(w http.ResponseWriter, r *http.Request, name s
 	patchType := contentType(r)
 	strategy := h.res.Approval
 	req := updateRequest{name: name, user: requestUser(r), dryRun: isDry, subresource: "approval",
+		track: true, manager: requestManager(r),
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			var (
 				next   runtime.Object

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -41,6 +40,21 @@ type updateRequest struct {
 	// create builds the object to create when none exists, for the
 	// resources that allow create-on-update; nil otherwise.
 	create func() (runtime.Object, error)
+	// forceCreate lets create run for any resource: a server-side apply
+	// creates what it names.
+	forceCreate bool
+	// track means managedFields record the write: manager (possibly
+	// empty, as upstream records a client that names nobody) becomes the
+	// manager of what the write changed (an Update entry).
+	track   bool
+	manager string
+	// managedSubresource is the subresource managedFields record when it
+	// is not subresource: a /scale write goes through the main resource's
+	// strategy but is recorded as "scale".
+	managedSubresource string
+	// applied means the mutation is a server-side apply, which records its
+	// own managedFields (an Apply entry).
+	applied bool
 }
 
 // maxUpdateRetries bounds the retries of an unconditional update that
@@ -67,12 +81,12 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 	for attempt := 0; ; attempt++ {
 		if cur == nil {
 			kv, err := h.s.store.Get(ctx, key)
-			if errors.Is(err, storage.ErrNotFound) && req.create != nil && allowCreateOnUpdate[h.res.Resource] && req.subresource == "" {
+			if errors.Is(err, storage.ErrNotFound) && req.create != nil && (req.forceCreate || allowCreateOnUpdate[h.res.Resource]) && req.subresource == "" {
 				obj, err := req.create()
 				if err != nil {
 					return nil, false, err
 				}
-				created, err := h.createObject(ctx, obj, req.user, req.dryRun)
+				created, err := h.createTracked(ctx, obj, createRequest{user: req.user, dryRun: req.dryRun, track: req.track, manager: req.manager, applied: req.applied})
 				return created, true, err
 			}
 			if err != nil {
@@ -96,13 +110,25 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 			return nil, false, apierrors.NewConflict(h.gr, req.name, errors.New(conflictMessage))
 		}
 		nm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if req.track && !req.applied {
+			// Defaults first, as decoding applies them upstream: a field
+			// the client left to its default is not a field it removed.
+			if h.res.Default != nil && (req.subresource == "" || req.subresource == "status") {
+				h.res.Default(next)
+			}
+			sub := req.subresource
+			if req.managedSubresource != "" {
+				sub = req.managedSubresource
+			}
+			next = h.trackUpdate(cur, next, req.manager, sub)
+		}
 		next, err = h.prepareUpdate(ctx, next, cur, req)
 		if err != nil {
 			return nil, false, err
 		}
 		// A status write stores a fresh copy: stamp the version on it.
 		nm = objectMeta(next)
-		if apiequality.Semantic.DeepEqual(next, cur) {
+		if sameButManagedTimes(next, cur) {
 			return cur, false, nil // nothing changed: no write, no new resourceVersion
 		}
 		if req.dryRun {
@@ -157,6 +183,9 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.O
 		copyStatus(out, next)
 		objectMeta(out).SetAnnotations(nm.GetAnnotations())
 		objectMeta(out).SetResourceVersion(nm.GetResourceVersion())
+		if req.track {
+			objectMeta(out).SetManagedFields(nm.GetManagedFields())
+		}
 		next, nm = out, objectMeta(out)
 	} else {
 		if nm.GetUID() == "" {
@@ -188,7 +217,7 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.O
 	attrs := &admission.Attributes{Operation: admission.Update, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Subresource: req.subresource, Namespace: nm.GetNamespace(), Name: nm.GetName(),
 		Object: next, OldObject: cur, User: req.user, DryRun: req.dryRun}
-	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+	if err := admitKeepingManagedFields(next, func() error { return h.s.admission.Admit(ctx, attrs) }); err != nil {
 		return nil, err
 	}
 	if err := h.validateUpdate(next, cur, req.subresource); err != nil {
@@ -246,7 +275,12 @@ func (h *resourceHandler) deleteFinal(ctx context.Context, key string, obj runti
 }
 
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) {
-	obj, isDry, err := h.readObject(w, r, h.kindRef())
+	opts, err := parseWriteOptions(r, "UpdateOptions", "")
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	obj, _, err := h.readObject(w, r, h.kindRef())
 	if err == nil {
 		if m := objectMeta(obj); m.GetName() != name {
 			err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
@@ -259,7 +293,8 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespa
 		return
 	}
 	rv := objectMeta(obj).GetResourceVersion()
-	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: isDry,
+	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: opts.dryRun,
+		track: true, manager: opts.manager,
 		mutate: func(runtime.Object) (runtime.Object, bool, error) {
 			return obj.DeepCopyObject(), rv != "", nil
 		},

@@ -397,6 +397,16 @@ func (c *watchCache) readEvents(seq uint64, generation, max int, buf []*cacheEve
 	return buf, seq, c.rev, c.notify, nil
 }
 
+// invalidate ends the cache's watchers, as a relist does, for a cache
+// that stops being served (a custom resource whose definition changed or
+// went): they end and their clients watch again.
+func (c *watchCache) invalidate() {
+	c.mu.Lock()
+	c.generation++
+	c.wakeLocked()
+	c.mu.Unlock()
+}
+
 // revision returns the revision the cache reflects.
 func (c *watchCache) revision() int64 {
 	c.mu.RLock()

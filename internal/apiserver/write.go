@@ -15,6 +15,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,11 @@ func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, dat
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data does not match the expected kind (%s)", gvk.kind.Kind))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk.kind)
+	if h.custom != nil {
+		if err := h.crdDecoded(w, mode, obj); err != nil {
+			return nil, err
+		}
+	}
 	return obj, nil
 }
 
@@ -128,7 +134,12 @@ func dryRun(r *http.Request) (bool, error) {
 }
 
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespace string) {
-	obj, isDry, err := h.readObject(w, r, h.kindRef())
+	opts, err := parseWriteOptions(r, "CreateOptions", "")
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	obj, _, err := h.readObject(w, r, h.kindRef())
 	if err == nil {
 		err = h.placeInNamespace(obj, namespace)
 	}
@@ -136,7 +147,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, namespa
 		h.s.writeError(w, r, err)
 		return
 	}
-	created, err := h.createObject(r.Context(), obj, requestUser(r), isDry)
+	created, err := h.createTracked(r.Context(), obj, createRequest{user: requestUser(r), dryRun: opts.dryRun, track: true, manager: opts.manager})
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -186,15 +197,44 @@ func (h *resourceHandler) reply(w http.ResponseWriter, r *http.Request, code int
 }
 
 // createObject runs a create through defaults, admission and validation,
-// and stores it. It is also the path of create-on-update.
+// and stores it: the server's own creates (bootstrap objects), recorded in
+// managedFields as upstream's API server records its own, as
+// "kube-apiserver".
 func (h *resourceHandler) createObject(ctx context.Context, in runtime.Object, user *auth.User, isDry bool) (runtime.Object, error) {
+	return h.createTracked(ctx, in, createRequest{user: user, dryRun: isDry, track: true, manager: serverManager})
+}
+
+// serverManager is the manager of the server's own writes.
+const serverManager = "kube-apiserver"
+
+// createRequest is one create through the pipeline.
+type createRequest struct {
+	user   *auth.User
+	dryRun bool
+	// track means managedFields record the create: manager becomes the
+	// manager of every field the object sets (an Update entry).
+	track   bool
+	manager string
+	// applied means in is the result of a server-side apply, which has
+	// already recorded its managedFields.
+	applied bool
+}
+
+// createTracked is createObject for a client's create, create-on-update
+// and create-by-apply: the same pipeline, with managedFields recorded
+// after defaults and before admission, as upstream records them.
+func (h *resourceHandler) createTracked(ctx context.Context, in runtime.Object, req createRequest) (runtime.Object, error) {
+	user, isDry := req.user, req.dryRun
 	if h.res.Default != nil {
 		h.res.Default(in)
+	}
+	if req.track && !req.applied {
+		in = h.trackUpdate(h.emptyObject(), in, req.manager, "")
 	}
 	m := objectMeta(in)
 	attrs := &admission.Attributes{Operation: admission.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Namespace: m.GetNamespace(), Name: m.GetName(), Object: in, User: user, DryRun: isDry}
-	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+	if err := admitKeepingManagedFields(in, func() error { return h.s.admission.Admit(ctx, attrs) }); err != nil {
 		return nil, err
 	}
 	if m.GetName() == "" && m.GetGenerateName() == "" {
@@ -318,6 +358,9 @@ func randomSuffix() string {
 
 // objectMetaStruct returns the ObjectMeta struct of a registered type.
 func objectMetaStruct(obj runtime.Object) *metav1.ObjectMeta {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return unstructuredMeta(u) // a custom resource: a converted copy
+	}
 	// meta.Accessor returns the object itself for typed kinds, not its
 	// ObjectMeta: the struct is reached through GetObjectMeta.
 	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
@@ -340,6 +383,10 @@ func structField(obj runtime.Object, name string) reflect.Value {
 
 // copyStatus sets dst's status to src's.
 func copyStatus(dst, src runtime.Object) {
+	if d, ok := dst.(*unstructured.Unstructured); ok {
+		crdCopyStatus(d, src.(*unstructured.Unstructured))
+		return
+	}
 	d, s := structField(dst, "Status"), structField(src, "Status")
 	if d.IsValid() && s.IsValid() && d.CanSet() {
 		d.Set(s)
@@ -349,6 +396,9 @@ func copyStatus(dst, src runtime.Object) {
 // specChanged reports whether anything besides metadata and status
 // differs: what bumps metadata.generation.
 func specChanged(a, b runtime.Object) bool {
+	if ua, ok := a.(*unstructured.Unstructured); ok {
+		return crdSpecChanged(ua, b.(*unstructured.Unstructured))
+	}
 	ac, bc := a.DeepCopyObject(), b.DeepCopyObject()
 	for _, o := range []runtime.Object{ac, bc} {
 		if f := structField(o, "ObjectMeta"); f.IsValid() {

@@ -54,6 +54,8 @@ type Cache struct {
 	own cacheSnapState
 	// changes is scratch space for UpdateSnapshot, reused across calls.
 	changes []cacheChange
+	// changedPos is UpdateSnapshot's buffer for the snapshot's change log.
+	changedPos []int32
 }
 
 // cacheItem is one NodeInfo in the recency list.
@@ -518,6 +520,14 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) error {
 	if !rebuild {
 		rebuild = !c.patchSnapshot(s, changes)
 	}
+	if !rebuild {
+		pos := c.changedPos[:0]
+		for _, ch := range changes {
+			pos = append(pos, int32(ch.item.listPos))
+		}
+		s.ListPatched(pos)
+		c.changedPos = pos
+	}
 	clear(changes) // drop references to old NodeInfos
 	c.changes = changes[:0]
 	if rebuild {
@@ -601,11 +611,14 @@ func (c *Cache) patchPVCs(s *framework.Snapshot, old, new *framework.NodeInfo) {
 // rebuildAffinityLists recomputes the named affinity lists from the
 // (already patched) NodeInfoList, keeping its order.
 func (c *Cache) rebuildAffinityLists(s *framework.Snapshot, aff, anti bool) {
+	// New slices (plugins may still hold the old ones), sized for one
+	// more node than before: the usual change is a node gaining its first
+	// such pod, and appending from nil was most of this function's cost.
 	if aff {
-		s.HavePodsWithAffinityList = nil
+		s.HavePodsWithAffinityList = make([]*framework.NodeInfo, 0, len(s.HavePodsWithAffinityList)+1)
 	}
 	if anti {
-		s.HavePodsWithRequiredAntiAffinityList = nil
+		s.HavePodsWithRequiredAntiAffinityList = make([]*framework.NodeInfo, 0, len(s.HavePodsWithRequiredAntiAffinityList)+1)
 	}
 	for i, ni := range s.NodeInfoList {
 		it := c.own.items[i]
@@ -662,6 +675,7 @@ func (c *Cache) rebuildSnapshotLists(s *framework.Snapshot) {
 		s.UsedPVCSet[k] = struct{}{}
 	}
 	c.own = cacheSnapState{snap: s, treeVersion: c.tree.version, items: items, pvcNodes: pvc}
+	s.ListRebuilt()
 }
 
 // resyncSnapshot copies every node into s afresh: the recovery path when

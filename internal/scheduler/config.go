@@ -268,7 +268,9 @@ func buildProfile(ctx context.Context, spec profileSpec, registry map[string]fra
 			if w == 0 {
 				w = 1
 			}
-			p.score = append(p.score, weightedScore{ScorePlugin: pl.(framework.ScorePlugin), weight: w})
+			ws := weightedScore{ScorePlugin: pl.(framework.ScorePlugin), weight: w}
+			ws.batch, _ = pl.(framework.BatchScorer)
+			p.score = append(p.score, ws)
 		}},
 		{"Reserve", is(func(pl framework.Plugin) bool { _, ok := pl.(framework.ReservePlugin); return ok }), func(pl framework.Plugin) { p.reserve = append(p.reserve, pl.(framework.ReservePlugin)) }},
 		{"Permit", is(func(pl framework.Plugin) bool { _, ok := pl.(framework.PermitPlugin); return ok }), func(pl framework.Plugin) { p.permit = append(p.permit, pl.(framework.PermitPlugin)) }},

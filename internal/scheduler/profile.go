@@ -43,9 +43,15 @@ type Profile struct {
 	metrics *profileMetrics
 	waiting *waitingPods
 
+	// noBatchScore makes runScore call Score node by node even for
+	// plugins with a BatchScorer: the reference the batch paths are
+	// tested against.
+	noBatchScore bool
+
 	// Per-cycle buffers, reused (see runScore).
-	totalsBuf []framework.NodeScore
-	scoreBuf  [][]framework.NodeScore
+	totalsBuf      []framework.NodeScore
+	activeScoreBuf []weightedScore
+	scoreBuf       [][]framework.NodeScore
 }
 
 // grow returns (*buf)[:n], reallocating only when it is too short.
@@ -60,7 +66,12 @@ func grow[T any](buf *[]T, n int) []T {
 type weightedScore struct {
 	framework.ScorePlugin
 	weight int64
+	// batch is the plugin's BatchScorer, nil if it has none.
+	batch framework.BatchScorer
 }
+
+// scoreChunk is how many nodes a Score goroutine takes at a time.
+const scoreChunk = 32
 
 // handle is the framework.Handle of one profile.
 type handle struct {
@@ -232,19 +243,21 @@ func (p *Profile) runPreScore(ctx context.Context, state *framework.CycleState, 
 // runScore scores every node with every active plugin in parallel,
 // normalizes each plugin's scores, and returns the weighted totals.
 func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) ([]framework.NodeScore, *framework.Status) {
-	active := make([]weightedScore, 0, len(p.score))
+	active := p.activeScoreBuf[:0]
 	for _, pl := range p.score {
 		if !state.SkipScore[pl.Name()] {
 			active = append(active, pl)
 		}
 	}
+	p.activeScoreBuf = active
 	// The buffers are reused across cycles: one profile schedules one
 	// pod at a time.
 	totals := grow(&p.totalsBuf, len(nodes))
-	for i, n := range nodes {
-		totals[i] = framework.NodeScore{Name: n.Name()}
-	}
+	clear(totals)
 	if len(active) == 0 {
+		for i, n := range nodes {
+			totals[i].Name = n.Name()
+		}
 		return totals, nil
 	}
 	for len(p.scoreBuf) < len(active) {
@@ -255,22 +268,45 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		scores[i] = grow(&p.scoreBuf[i], len(nodes))
 	}
 	var errMu sync.Mutex
-	errs := make([]*framework.Status, len(active))
-	p.handle.parallel.Until(ctx, len(nodes), func(i int) {
-		ni := nodes[i]
+	var errs []*framework.Status
+	fail := func(j int, st *framework.Status) {
+		errMu.Lock()
+		if errs == nil {
+			errs = make([]*framework.Status, len(active))
+		}
+		errs[j] = st
+		errMu.Unlock()
+	}
+	// Ranges of nodes, plugin by plugin within a range: a plugin's loop
+	// stays hot and the range's node infos stay in cache across plugins.
+	p.handle.parallel.UntilChunks(ctx, len(nodes), scoreChunk, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			totals[i].Name = nodes[i].Name()
+		}
 		for j, pl := range active {
-			s, st := pl.Score(ctx, state, pod, ni)
-			if !st.IsSuccess() {
-				errMu.Lock()
-				errs[j] = st
-				errMu.Unlock()
-				return
+			out := scores[j][lo:hi]
+			if pl.batch != nil && !p.noBatchScore {
+				for i := range out {
+					out[i].Name = totals[lo+i].Name
+				}
+				if st := pl.batch.ScoreNodes(ctx, state, pod, nodes[lo:hi], out); !st.IsSuccess() {
+					fail(j, st)
+					return
+				}
+				continue
 			}
-			scores[j][i] = framework.NodeScore{Name: ni.Name(), Score: s}
+			for i := range out {
+				s, st := pl.Score(ctx, state, pod, nodes[lo+i])
+				if !st.IsSuccess() {
+					fail(j, st)
+					return
+				}
+				out[i] = framework.NodeScore{Name: totals[lo+i].Name, Score: s}
+			}
 		}
 	})
 	for j, pl := range active {
-		if errs[j] != nil {
+		if errs != nil && errs[j] != nil {
 			return nil, framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", pl.Name(), errs[j].AsError()))
 		}
 		if ext := pl.ScoreExtensions(); ext != nil {

@@ -47,6 +47,14 @@ type Diagnosis struct {
 	PostFilterMsg        string
 }
 
+func (d *Diagnosis) init() {
+	if d.NodeToStatus == nil {
+		d.NodeToStatus = framework.NodeToStatus{}
+		d.UnschedulablePlugins = sets.New[string]()
+		d.PendingPlugins = sets.New[string]()
+	}
+}
+
 // Error renders "0/N nodes are available: <count> <reason>, .... <postfilter>."
 // with reasons counted over nodes and sorted, as upstream.
 func (f *FitError) Error() string {
@@ -224,6 +232,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, prof *Profile, state *frame
 		return scheduleResult{}, err
 	}
 	if len(feasible) == 0 {
+		diag.init()
 		return scheduleResult{}, &FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag}
 	}
 	evaluated := s.lastProcessed
@@ -286,7 +295,9 @@ func numFeasibleNodesToFind(percentage int32, numAll int) int {
 // findFeasible runs PreFilter then Filter over nodes starting at a
 // rotating offset until enough feasible nodes are found.
 func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *framework.CycleState, pod *corev1.Pod, all []*framework.NodeInfo) ([]*framework.NodeInfo, Diagnosis, error) {
-	diag := Diagnosis{NodeToStatus: framework.NodeToStatus{}, UnschedulablePlugins: sets.New[string](), PendingPlugins: sets.New[string]()}
+	// The diagnosis is filled only when no node fits; a pod that fits
+	// allocates none of it.
+	var diag Diagnosis
 	t := s.clock.Now()
 	pre, st := prof.runPreFilter(ctx, state, pod, all)
 	since(prof.metrics.preFilter, t)
@@ -294,6 +305,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		if !st.IsRejected() {
 			return nil, diag, st.AsError()
 		}
+		diag.init()
 		diag.PreFilterMsg = st.Message()
 		if st.Code() == framework.Pending {
 			diag.PendingPlugins.Insert(st.Plugin())
@@ -327,50 +339,78 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		return nodes, diag, nil
 	}
 	want := numFeasibleNodesToFind(prof.PercentageOfNodesToScore, len(nodes))
-	// Buffers reused across cycles (cycles run one at a time).
+	// Buffers reused across cycles (cycles run one at a time). statuses
+	// is all nil between cycles: this cycle clears what it wrote.
 	feasible := grow(&s.feasibleBuf, want)
 	statuses := grow(&s.statusBuf, len(nodes))
-	clear(statuses)
-	var found, processed atomic.Int64
+	// found and processed are shared by the filter goroutines; they are
+	// updated once per range of nodes, not per node, so that two cores do
+	// not pass one cache line back and forth for every node.
+	var found, processed, scanned atomic.Int64
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := int(s.nextStartNodeIndex % uint64(len(nodes)))
 	hasNominated := s.queue.HasNominatedPods()
 	t = s.clock.Now()
-	prof.handle.parallel.Until(fctx, len(nodes), func(i int) {
-		idx := (start + i) % len(nodes)
-		ni := nodes[idx]
-		var st *framework.Status
-		if hasNominated {
-			st = prof.filterWithNominated(fctx, state, pod, ni)
-		} else {
-			st = prof.runFilters(fctx, state, pod, ni)
+	prof.handle.parallel.UntilChunks(fctx, len(nodes), feasibleChunk, func(lo, hi int) {
+		var local [feasibleChunk]*framework.NodeInfo
+		nlocal, done := 0, lo
+		for i := lo; i < hi; i++ {
+			// Another range may have found the rest already.
+			if found.Load() >= int64(want) {
+				break
+			}
+			idx := (start + i) % len(nodes)
+			ni := nodes[idx]
+			var st *framework.Status
+			if hasNominated {
+				st = prof.filterWithNominated(fctx, state, pod, ni)
+			} else {
+				st = prof.runFilters(fctx, state, pod, ni)
+			}
+			done++
+			if st.IsSuccess() {
+				local[nlocal] = ni
+				nlocal++
+				// Stop at the number still wanted, as a per-node
+				// counter would.
+				if int64(nlocal)+found.Load() >= int64(want) {
+					break
+				}
+				continue
+			}
+			statuses[idx] = st
 		}
-		processed.Add(1)
-		if st.IsSuccess() {
-			k := found.Add(1)
-			if k > int64(want) {
-				cancel()
-				return
-			}
-			feasible[k-1] = ni
-			if k == int64(want) {
-				cancel()
-			}
+		atomicMax(&scanned, int64(done))
+		processed.Add(int64(done - lo))
+		if nlocal == 0 {
 			return
 		}
-		statuses[idx] = st
+		k := int(found.Add(int64(nlocal)))
+		base := k - nlocal
+		if base < want {
+			copy(feasible[base:min(k, want)], local[:nlocal])
+		}
+		if k >= want {
+			cancel()
+		}
 	})
 	since(prof.metrics.filter, t)
 	n := min(int(found.Load()), want)
 	feasible = feasible[:n]
 	s.nextStartNodeIndex += uint64(processed.Load())
 	s.lastProcessed = int(processed.Load())
+	if len(feasible) == 0 {
+		diag.init()
+	}
 	var firstErr *framework.Status
-	for i, st := range statuses {
+	for i := range int(scanned.Load()) {
+		idx := (start + i) % len(nodes)
+		st := statuses[idx]
 		if st == nil {
 			continue
 		}
+		statuses[idx] = nil
 		if !st.IsRejected() {
 			firstErr = st
 			continue
@@ -380,7 +420,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		if len(feasible) > 0 {
 			continue
 		}
-		diag.NodeToStatus[nodes[i].Name()] = st
+		diag.NodeToStatus[nodes[idx].Name()] = st
 		if st.Code() == framework.Pending {
 			diag.PendingPlugins.Insert(st.Plugin())
 		} else {
@@ -391,6 +431,22 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		return nil, diag, firstErr.AsError()
 	}
 	return feasible, diag, nil
+}
+
+// feasibleChunk is how many nodes one filter goroutine takes at a time:
+// small enough that the goroutines overshoot the wanted count by little
+// (upstream's chunks are larger), large enough that the shared counters
+// are touched rarely.
+const feasibleChunk = 16
+
+// atomicMax raises v to at least x.
+func atomicMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }
 
 // handleFailure runs PostFilter (preemption) for unschedulable pods,

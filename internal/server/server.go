@@ -258,6 +258,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Escalation:                   &auth.EscalationCheck{Authorizer: authz, RBAC: auth.NewRBACAuthorizer(rbacSource), Source: rbacSource},
 		NotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
 		UnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
+		Authorizer:                   authz,
+		// No pvc-/pv-protection controller runs in-process: the finalizers
+		// are only added when the plugin is asked for by name, as for the
+		// other plugins whose partner controller is missing.
+		StorageProtectionControllers: slices.Contains(cfg.EnableAdmissionPlugins, "StorageObjectInUseProtection"),
+		Resources:                    registry.AdmissionResources(),
+		Context:                      ctx,
+		// The webhooks match a resource under its other served versions
+		// and re-default the objects they patch.
+		Served: func() (out []admission.ServedResource) {
+			for _, r := range registry.All() {
+				out = append(out, admission.ServedResource{Resource: r.GroupVersionResource(), Kind: r.GroupVersionKind(), Default: r.Default})
+			}
+			return out
+		}(),
 	})
 	slog.Info("admission chain", "plugins", chain.Names())
 	api.SetAdmission(chain)

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/rudder-dev/rudder/internal/auth"
@@ -93,6 +94,25 @@ type Resource struct {
 	// serves another resource's, converted to its shape (events.k8s.io
 	// events are core events, stored once, as upstream does).
 	Storage *StorageView
+
+	// ResetFields lists, per subresource ("" for the main resource,
+	// "status"), the fields a write through it cannot set because the
+	// strategy resets them, as upstream's strategies' GetResetFields list
+	// them: server-side apply gives nobody ownership of them there, so
+	// applying a manifest with a status to the main resource claims no
+	// status field. Paths are dotted ("status", "metadata.labels"). Nil
+	// means the usual split for a kind with HasStatus: the main resource
+	// resets "status" and /status resets "spec".
+	ResetFields map[string][]string
+	// TypeConverter, when set, is the schema server-side apply and
+	// managedFields use for the objects, in place of the built-in kinds'
+	// (openapi.TypeConverter). Custom resources set it from their CRD.
+	TypeConverter func() (managedfields.TypeConverter, error)
+	// CustomResource means the objects are custom resources
+	// (*unstructured.Unstructured): PATCH refuses strategic merge patches
+	// with 415 as upstream does, and field management keeps fields the
+	// schema does not declare (x-kubernetes-preserve-unknown-fields).
+	CustomResource bool
 }
 
 // StorageView names the resource whose objects another one serves, and

@@ -32,6 +32,16 @@ const Workers = 5
 
 const controllerUIDIndex = controller.ControllerUIDIndex
 
+// StatusBatchPeriod is how long a pod event that can only change a
+// ReplicaSet's status (a pod bound, Running, ready; a creation seen while
+// others are still awaited) waits before it syncs the ReplicaSet, so the
+// events of many pods share one sync and one status write. Thousands of
+// pods changing at once would otherwise each recount every pod and write
+// the status (and wake the Deployment above) once per pod. Events that
+// can call for creating or deleting pods (a pod gone, terminating,
+// terminal, relabelled, or the last awaited creation seen) sync at once.
+const StatusBatchPeriod = 200 * time.Millisecond
+
 // Descriptor is the ReplicaSet controller ("replicaset" in --controllers).
 var Descriptor = controller.Descriptor{
 	Name: "replicaset",
@@ -76,6 +86,13 @@ type rsController struct {
 	log          *slog.Logger
 	burst        int
 	queue        *controller.Controller
+	// batch spaces out the syncs asked for by status-only events.
+	batch *statusBatcher
+	// warm remembers, per key, the slow-start batch size that last
+	// succeeded in full (see slowStart).
+	warm *slowStartMemory
+	// memos remember each pod's label answers between syncs.
+	memos *labelMemos
 }
 
 func newController(cx *controller.Context, k workloadKind, queueName, component string, burst int) (*rsController, error) {
@@ -104,8 +121,11 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 		clock:        clk,
 		log:          log.With("controller", queueName),
 		burst:        burst,
+		warm:         newSlowStartMemory(),
+		memos:        newLabelMemos(),
 	}
-	c.queue = controller.New(queueName, Workers, controller.ReconcilerFunc(c.sync))
+	c.queue = controller.New(queueName, Workers, controller.ReconcilerFunc(c.batchedSync))
+	c.batch = newStatusBatcher(StatusBatchPeriod, clk.Now, c.queue.EnqueueAfter)
 	c.queue.HasSynced = []cache.InformerSynced{podInf.HasSynced, k.informer().HasSynced}
 
 	if _, err := k.informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -126,16 +146,39 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 }
 
 // Every update is synced, not only spec changes: a sync that failed to
-// create pods is retried by the next resync even if nothing changed.
+// create pods is retried by the next resync even if nothing changed. A
+// write of the status alone (most often this controller's own) is
+// synced after the batch period, so status writes do not chain into
+// back-to-back recounts of every pod.
 func (c *rsController) updateOwner(old, cur interface{}) {
 	o, err1 := metaOf(old)
 	n, err2 := metaOf(cur)
-	if err1 == nil && err2 == nil && o.GetUID() != n.GetUID() {
+	if err1 != nil || err2 != nil {
+		c.queue.Enqueue(cur)
+		return
+	}
+	if o.GetUID() != n.GetUID() {
 		// Deleted and created again between two events: the old one's
 		// expectations must go.
 		c.deleteOwner(cache.DeletedFinalStateUnknown{Key: keyOf(o), Obj: old})
 	}
+	if statusOnlyUpdate(o, n) {
+		c.enqueueStatus(keyOf(n))
+		return
+	}
 	c.queue.Enqueue(cur)
+}
+
+// statusOnlyUpdate: cur differs from old (not a resync) in nothing a
+// sync acts on — same object, generation (the spec), labels, owners and
+// deletion state.
+func statusOnlyUpdate(old, cur metav1.Object) bool {
+	return old.GetResourceVersion() != cur.GetResourceVersion() &&
+		old.GetUID() == cur.GetUID() &&
+		old.GetGeneration() == cur.GetGeneration() &&
+		old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp()) &&
+		reflect.DeepEqual(old.GetLabels(), cur.GetLabels()) &&
+		reflect.DeepEqual(old.GetOwnerReferences(), cur.GetOwnerReferences())
 }
 
 func (c *rsController) deleteOwner(obj interface{}) {
@@ -145,6 +188,9 @@ func (c *rsController) deleteOwner(obj interface{}) {
 	}
 	// A ReplicaSet created again with the same name starts clean.
 	c.expectations.DeleteExpectations(key)
+	c.warm.forget(key)
+	c.batch.forget(key)
+	c.memos.forget(key)
 	c.queue.EnqueueKey(key)
 }
 
@@ -175,7 +221,13 @@ func (c *rsController) addPod(obj interface{}) {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if _, key := c.resolve(pod.Namespace, ref); key != "" {
 			c.expectations.CreationObserved(key)
-			c.queue.EnqueueKey(key)
+			// Only the last awaited creation lets the next sync act;
+			// the others change the counts alone.
+			if c.expectations.SatisfiedExpectations(key) {
+				c.queue.EnqueueKey(key)
+			} else {
+				c.enqueueStatus(key)
+			}
 		}
 		return
 	}
@@ -216,7 +268,11 @@ func (c *rsController) updatePod(old, cur interface{}) {
 		if key == "" {
 			return
 		}
-		c.queue.EnqueueKey(key)
+		if refChanged || labelsChanged || isActive(oldPod) != isActive(curPod) {
+			c.queue.EnqueueKey(key) // adopted, relabelled or terminal: may act
+		} else {
+			c.enqueueStatus(key) // bound, started, ready: counts only
+		}
 		// A pod that just became ready becomes available minReadySeconds
 		// later, with no event to say so: look again then (plus a second
 		// for the API's whole-second timestamps).
@@ -232,6 +288,9 @@ func (c *rsController) updatePod(old, cur interface{}) {
 	}
 }
 
+// enqueueStatus syncs key for its counts: see StatusBatchPeriod.
+func (c *rsController) enqueueStatus(key string) { c.batch.enqueue(key) }
+
 func (c *rsController) deletePod(obj interface{}) {
 	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
 	if !ok {
@@ -245,6 +304,13 @@ func (c *rsController) deletePod(obj interface{}) {
 		c.expectations.DeletionObserved(key, podKey(pod))
 		c.queue.EnqueueKey(key)
 	}
+}
+
+// batchedSync is sync, marked for the status batcher.
+func (c *rsController) batchedSync(ctx context.Context, key string) (controller.Result, error) {
+	c.batch.begin(key)
+	defer c.batch.end(key)
+	return c.sync(ctx, key)
 }
 
 // sync brings one ReplicaSet's pods to spec.replicas and writes its
@@ -295,7 +361,8 @@ func (c *rsController) sync(ctx context.Context, key string) (controller.Result,
 			terminating = append(terminating, p)
 		}
 	}
-	active, err = c.claimPods(ctx, rs, selector, active)
+	memo := c.memos.get(key, rs, selector)
+	active, err = c.claimPods(ctx, rs, memo.selected, active)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -304,7 +371,8 @@ func (c *rsController) sync(ctx context.Context, key string) (controller.Result,
 	if needsSync && rs.DeletionTimestamp == nil {
 		manageErr = c.manageReplicas(ctx, key, rs, orig, active)
 	}
-	st, requeue := calculateStatus(rs, active, terminating, manageErr, c.clock.Now(), c.kind.hasTerminatingReplicas())
+	st, requeue := calculateStatusBy(rs, active, terminating, manageErr, c.clock.Now(), c.kind.hasTerminatingReplicas(), memo.fullyLabeled)
+	memo.sweep(candidates)
 	if err := c.writeStatus(ctx, rs, orig, st); err != nil {
 		return controller.Result{}, err
 	}

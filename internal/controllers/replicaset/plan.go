@@ -12,6 +12,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 )
 
@@ -62,9 +63,15 @@ type claimPlan struct {
 // an owned pod that stopped matching is released, unless the ReplicaSet is
 // being deleted (the garbage collector then deals with its pods).
 func planClaims(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) claimPlan {
+	m := matcherFor(selector)
+	return planClaimsBy(rs, func(p *corev1.Pod) bool { return m.matches(p.Labels) }, pods)
+}
+
+// planClaimsBy is planClaims with the selector as a function.
+func planClaimsBy(rs *appsv1.ReplicaSet, selects func(*corev1.Pod) bool, pods []*corev1.Pod) claimPlan {
 	var p claimPlan
 	for _, pod := range pods {
-		match := selector.Matches(labels.Set(pod.Labels))
+		match := selects(pod)
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 			switch {
 			case ref.UID != rs.UID:
@@ -80,6 +87,56 @@ func planClaims(rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.
 		}
 	}
 	return p
+}
+
+// labelMatcher is a label selector made quick for the loops over every
+// pod of a ReplicaSet, which run on each sync: a selector made only of
+// "key = value" requirements (matchLabels, the usual case) is checked by
+// map lookups; any other falls back to the selector itself.
+type labelMatcher struct {
+	pairs    []labelPair
+	fallback labels.Selector
+}
+
+type labelPair struct{ key, value string }
+
+func matcherFor(sel labels.Selector) labelMatcher {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return labelMatcher{fallback: sel}
+	}
+	m := labelMatcher{pairs: make([]labelPair, 0, len(reqs))}
+	for _, r := range reqs {
+		vals := r.ValuesUnsorted()
+		switch op := r.Operator(); {
+		case (op == selection.Equals || op == selection.DoubleEquals || op == selection.In) && len(vals) == 1:
+			m.pairs = append(m.pairs, labelPair{r.Key(), vals[0]})
+		default:
+			return labelMatcher{fallback: sel}
+		}
+	}
+	return m
+}
+
+// matcherForSet matches the labels that include every one of set's.
+func matcherForSet(set map[string]string) labelMatcher {
+	m := labelMatcher{pairs: make([]labelPair, 0, len(set))}
+	for k, v := range set {
+		m.pairs = append(m.pairs, labelPair{k, v})
+	}
+	return m
+}
+
+func (m labelMatcher) matches(l map[string]string) bool {
+	if m.fallback != nil {
+		return m.fallback.Matches(labels.Set(l))
+	}
+	for _, p := range m.pairs {
+		if v, ok := l[p.key]; !ok || v != p.value {
+			return false
+		}
+	}
+	return true
 }
 
 // podFromTemplate is the pod a ReplicaSet creates: the template's
@@ -163,11 +220,17 @@ func availableIn(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.Dura
 // terminatingReplicas (ReplicationControllers have no such field).
 // requeue, when positive, is when the next ready pod becomes available.
 func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, withTerminating bool) (st appsv1.ReplicaSetStatus, requeue time.Duration) {
+	template := matcherForSet(rs.Spec.Template.Labels)
+	return calculateStatusBy(rs, active, terminating, manageErr, now, withTerminating, func(p *corev1.Pod) bool { return template.matches(p.Labels) })
+}
+
+// calculateStatusBy is calculateStatus with "carries every template
+// label" as a function.
+func calculateStatusBy(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, withTerminating bool, fullyLabeled func(*corev1.Pod) bool) (st appsv1.ReplicaSetStatus, requeue time.Duration) {
 	st = *rs.Status.DeepCopy()
-	template := labels.SelectorFromValidatedSet(rs.Spec.Template.Labels)
 	var fully, ready, available int32
 	for _, p := range active {
-		if template.Matches(labels.Set(p.Labels)) {
+		if fullyLabeled(p) {
 			fully++
 		}
 		if !isReady(p) {

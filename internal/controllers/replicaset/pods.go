@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,9 +34,15 @@ func (c *rsController) manageReplicas(ctx context.Context, key string, rs *appsv
 		c.expectations.ExpectCreations(key, create)
 		c.log.Debug("too few replicas", "key", key, "need", replicas(rs), "creating", create)
 		ref := *metav1.NewControllerRef(rs, c.kind.gvk())
-		created, err := slowStartBatch(create, slowStartInitialBatch, func() error {
+		initial := c.warm.initial(key, c.clock.Now())
+		created, largest, err := slowStartBatchSizes(create, initial, func() error {
 			return c.createPod(ctx, rs, orig, ref)
 		})
+		if err != nil {
+			c.warm.forget(key)
+		} else {
+			c.warm.succeeded(key, min(2*largest, c.burst), c.clock.Now())
+		}
 		// The creations never attempted (or failed) will not be seen:
 		// stop waiting for them; the next sync retries.
 		if skipped := create - created; skipped > 0 {
@@ -82,7 +88,13 @@ func (c *rsController) manageReplicas(ctx context.Context, key string, rs *appsv
 // thus makes one failing request per sync, not hundreds. It returns how
 // many calls succeeded and the first error.
 func slowStartBatch(count, initial int, fn func() error) (int, error) {
-	done := 0
+	done, _, err := slowStartBatchSizes(count, initial, fn)
+	return done, err
+}
+
+// slowStartBatchSizes is slowStartBatch that also returns the largest
+// batch that succeeded in full.
+func slowStartBatchSizes(count, initial int, fn func() error) (done, largest int, err error) {
 	for batch := min(count, initial); batch > 0; batch = min(2*batch, count-done) {
 		errs := make(chan error, batch)
 		var wg sync.WaitGroup
@@ -96,10 +108,63 @@ func slowStartBatch(count, initial int, fn func() error) (int, error) {
 		wg.Wait()
 		done += batch - len(errs)
 		if len(errs) > 0 {
-			return done, <-errs
+			return done, largest, <-errs
 		}
+		largest = max(largest, batch)
 	}
-	return done, nil
+	return done, largest, nil
+}
+
+// slowStartWarmFor is how long a ReplicaSet whose creations all
+// succeeded keeps its batch size for the next sync.
+const slowStartWarmFor = time.Minute
+
+// slowStartMemory carries slow start over from one sync to the next. A
+// ReplicaSet scaled from 0 to 10,000 creates BurstReplicas per sync; if
+// each sync began again at a batch of 1, each 500 would take nine
+// request round trips, one after the other. So a sync whose creations
+// all succeeded leaves the next one (within slowStartWarmFor) starting at
+// twice its largest batch, up to the burst; any failure, or the
+// ReplicaSet's deletion, starts it again at 1. A ReplicaSet that cannot
+// create pods still makes one failing request per sync; one that starts
+// failing in the middle of a scale-up makes at most one failing batch
+// before falling back to 1.
+type slowStartMemory struct {
+	mu sync.Mutex
+	m  map[string]slowStartWarm
+}
+
+type slowStartWarm struct {
+	batch int
+	at    time.Time
+}
+
+func newSlowStartMemory() *slowStartMemory {
+	return &slowStartMemory{m: map[string]slowStartWarm{}}
+}
+
+// initial is the first batch for key's next creations.
+func (s *slowStartMemory) initial(key string, now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.m[key]
+	if !ok || now.Sub(w.at) > slowStartWarmFor {
+		delete(s.m, key)
+		return slowStartInitialBatch
+	}
+	return max(w.batch, slowStartInitialBatch)
+}
+
+func (s *slowStartMemory) succeeded(key string, next int, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key] = slowStartWarm{batch: next, at: now}
+}
+
+func (s *slowStartMemory) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
 }
 
 func (c *rsController) createPod(ctx context.Context, rs *appsv1.ReplicaSet, orig runtime.Object, ref metav1.OwnerReference) error {
@@ -170,8 +235,8 @@ func (c *rsController) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 // owns afterwards. Before the first adoption it re-reads rs from the API
 // server: the cache may not show yet that rs is being deleted, and an
 // adopted pod would then outlive its garbage collection.
-func (c *rsController) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	plan := planClaims(rs, selector, pods)
+func (c *rsController) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selects func(*corev1.Pod) bool, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	plan := planClaimsBy(rs, selects, pods)
 	claimed := plan.owned
 	var errs []error
 	var recheck error

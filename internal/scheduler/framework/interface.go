@@ -122,6 +122,16 @@ type ScorePlugin interface {
 	ScoreExtensions() ScoreExtensions
 }
 
+// BatchScorer is an optional fast path of a ScorePlugin: one call scores
+// a range of nodes, so the plugin reads its cycle state and decides its
+// per-pod work once per range instead of once per node. scores[i].Score
+// must be set to exactly what Score would return for nodes[i] (the
+// framework sets the names); a non-nil Status fails the cycle as a
+// Score error would. It is called concurrently for disjoint ranges.
+type BatchScorer interface {
+	ScoreNodes(ctx context.Context, state *CycleState, pod *corev1.Pod, nodes []*NodeInfo, scores []NodeScore) *Status
+}
+
 // ScoreExtensions normalizes a plugin's scores across nodes, in place.
 type ScoreExtensions interface {
 	NormalizeScore(ctx context.Context, state *CycleState, pod *corev1.Pod, scores []NodeScore) *Status
@@ -191,6 +201,12 @@ type Parallelizer interface {
 	// Until calls fn(i) for i in [0, n) on up to the parallelism's
 	// goroutines and returns when all are done or ctx ends.
 	Until(ctx context.Context, n int, fn func(i int))
+	// UntilChunks calls fn(lo, hi) for consecutive ranges of at most
+	// chunk items covering [0, n), handed out in increasing order, so a
+	// caller can keep per-range counters instead of sharing one per item.
+	// It returns when all are done or ctx ends (ranges not yet handed out
+	// are then never called).
+	UntilChunks(ctx context.Context, n, chunk int, fn func(lo, hi int))
 }
 
 // ActionType is a bit set of changes to a resource.

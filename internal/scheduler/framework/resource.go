@@ -114,6 +114,12 @@ func (r *Resource) Get(name corev1.ResourceName) int64 {
 
 // Clone returns a deep copy.
 func (r *Resource) Clone() *Resource {
+	n := r.cloneValue()
+	return &n
+}
+
+// cloneValue is Clone without the allocation of the Resource itself.
+func (r *Resource) cloneValue() Resource {
 	n := *r
 	if r.Scalar != nil {
 		n.Scalar = make(map[corev1.ResourceName]int64, len(r.Scalar))
@@ -121,7 +127,7 @@ func (r *Resource) Clone() *Resource {
 			n.Scalar[k] = v
 		}
 	}
-	return &n
+	return n
 }
 
 // IsScalarResourceName reports whether a resource is compared as an

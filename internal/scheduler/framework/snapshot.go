@@ -18,6 +18,80 @@ type Snapshot struct {
 	UsedPVCSet map[string]struct{}
 	// Generation is the highest NodeInfo generation copied.
 	Generation int64
+
+	// The change log of NodeInfoList, for plugins that keep indexes
+	// across cycles (see ChangedSince); written by the scheduler cache.
+	listEpoch uint64
+	updates   uint64
+	log       []snapshotLogEntry
+}
+
+// snapshotLogEntries is how many recent updates ChangedSince can answer
+// for; a plugin that syncs every cycle needs one.
+const snapshotLogEntries = 8
+
+type snapshotLogEntry struct {
+	update    uint64
+	positions []int32
+}
+
+// ListVersion identifies NodeInfoList as of one update of the snapshot.
+// The zero value is older than any.
+type ListVersion struct{ epoch, update uint64 }
+
+// ListVersion is the current version of NodeInfoList.
+func (s *Snapshot) ListVersion() ListVersion { return ListVersion{s.listEpoch, s.updates} }
+
+// ChangedSince appends to dst the NodeInfoList positions whose NodeInfo
+// was replaced since version v (a position may repeat) and reports true;
+// every other position still holds the very NodeInfo it held at v. It
+// reports false when it cannot tell (the list was rebuilt, v is too old,
+// or the snapshot keeps no log, as those made by NewSnapshot): the
+// caller must then compare the whole list.
+func (s *Snapshot) ChangedSince(v ListVersion, dst []int32) ([]int32, bool) {
+	if s.listEpoch == 0 || v.epoch != s.listEpoch || v.update > s.updates {
+		return dst, false
+	}
+	if v.update == s.updates {
+		return dst, true
+	}
+	// The log holds consecutive updates, the newest last.
+	if len(s.log) == 0 || s.log[0].update > v.update+1 {
+		return dst, false
+	}
+	for _, e := range s.log {
+		if e.update > v.update {
+			dst = append(dst, e.positions...)
+		}
+	}
+	return dst, true
+}
+
+// ListRebuilt records that NodeInfoList was rebuilt: positions may have
+// moved, so versions before it get no answer from ChangedSince.
+func (s *Snapshot) ListRebuilt() {
+	s.listEpoch++
+	s.updates++
+	for i := range s.log {
+		s.log[i].positions = s.log[i].positions[:0]
+	}
+	s.log = s.log[:0]
+}
+
+// ListPatched records one update that replaced the NodeInfos at the
+// given positions of NodeInfoList in place (none: nothing changed).
+func (s *Snapshot) ListPatched(positions []int32) {
+	s.updates++
+	var e snapshotLogEntry
+	if len(s.log) == snapshotLogEntries {
+		// Reuse the oldest entry's buffer.
+		e = s.log[0]
+		copy(s.log, s.log[1:])
+		s.log = s.log[:len(s.log)-1]
+	}
+	e.update = s.updates
+	e.positions = append(e.positions[:0], positions...)
+	s.log = append(s.log, e)
 }
 
 // NewEmptySnapshot returns an empty snapshot.

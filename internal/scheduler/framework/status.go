@@ -92,9 +92,11 @@ func (s *Status) Plugin() string {
 	return s.plugin
 }
 
-// WithPlugin records the plugin name and returns s.
+// WithPlugin records the plugin name and returns s. A status that
+// already names the plugin is not written to, so a plugin may return one
+// status it made in advance for many nodes, from concurrent Filter calls.
 func (s *Status) WithPlugin(name string) *Status {
-	if s != nil {
+	if s != nil && s.plugin != name {
 		s.plugin = name
 	}
 	return s

@@ -33,6 +33,7 @@ type NodeResourcesBalancedAllocation struct {
 
 var (
 	_ framework.PreScorePlugin = (*NodeResourcesBalancedAllocation)(nil)
+	_ framework.BatchScorer    = (*NodeResourcesBalancedAllocation)(nil)
 	_ framework.ScorePlugin    = (*NodeResourcesBalancedAllocation)(nil)
 )
 
@@ -99,6 +100,24 @@ func (b *NodeResourcesBalancedAllocation) Score(_ context.Context, state *framew
 		}
 	}
 	return balancedScore(ni, b.resources, s.podRequests), nil
+}
+
+// ScoreNodes is Score over a range of nodes, reading the state once.
+func (b *NodeResourcesBalancedAllocation) ScoreNodes(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.Status {
+	s, ok := state.Read(balancedPreScoreKey).(*balancedScoreState)
+	if !ok {
+		s = &balancedScoreState{podRequests: fitPodRequestList(pod, b.resources, false)}
+		if balancedBestEffort(s.podRequests) {
+			for i := range scores {
+				scores[i].Score = 0
+			}
+			return nil
+		}
+	}
+	for i, ni := range nodes {
+		scores[i].Score = balancedScore(ni, b.resources, s.podRequests)
+	}
+	return nil
 }
 
 func (b *NodeResourcesBalancedAllocation) ScoreExtensions() framework.ScoreExtensions { return nil }

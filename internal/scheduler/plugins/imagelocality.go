@@ -40,6 +40,7 @@ type ImageLocality struct {
 var (
 	_ framework.PreScorePlugin = (*ImageLocality)(nil)
 	_ framework.ScorePlugin    = (*ImageLocality)(nil)
+	_ framework.BatchScorer    = (*ImageLocality)(nil)
 )
 
 // NewImageLocality builds the plugin; it takes no arguments.
@@ -96,6 +97,18 @@ func (p *ImageLocality) Score(_ context.Context, state *framework.CycleState, po
 		s = p.computeState(pod, 1)
 	}
 	return imageScore(ni.ImageStates, s.images, s.totalNodes), nil
+}
+
+// ScoreNodes is Score over a range of nodes, reading the state once.
+func (p *ImageLocality) ScoreNodes(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.Status {
+	s, ok := state.Read(imagePreScoreKey).(*imageState)
+	if !ok {
+		s = p.computeState(pod, 1)
+	}
+	for i, ni := range nodes {
+		scores[i].Score = imageScore(ni.ImageStates, s.images, s.totalNodes)
+	}
+	return nil
 }
 
 func (p *ImageLocality) ScoreExtensions() framework.ScoreExtensions { return nil }

@@ -98,10 +98,12 @@ func (bs ipaBuckets) compact() {
 }
 
 // violates reports whether a domain of the node holds a count above zero.
-func (bs ipaBuckets) violates(nodeLabels map[string]string, delta map[ipaPair]int64) bool {
+// The node's labels come from ni.Label, which answers the usual
+// hostname and zone keys without a map lookup.
+func (bs ipaBuckets) violates(ni *framework.NodeInfo, delta map[ipaPair]int64) bool {
 	for i := range bs {
 		b := &bs[i]
-		if v, ok := nodeLabels[b.key]; ok && b.sum(v)+delta[ipaPair{b.key, v}] > 0 {
+		if v, ok := ni.Label(b.key); ok && b.sum(v)+delta[ipaPair{b.key, v}] > 0 {
 			return true
 		}
 	}
@@ -313,28 +315,27 @@ func (pl *InterPodAffinity) Filter(_ context.Context, cs *framework.CycleState, 
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	node := ni.Node()
-	if node == nil {
+	if ni.Node() == nil {
 		return framework.AsStatus(errors.New("node not found"))
 	}
-	if !s.satisfiesAffinity(node.Labels) {
+	if !s.satisfiesAffinity(ni) {
 		// No preemption on this node creates a matching pod.
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ipaReasonAffinity)
 	}
-	if s.anti.violates(node.Labels, s.antiDelta) {
+	if s.anti.violates(ni, s.antiDelta) {
 		return framework.NewStatus(framework.Unschedulable, ipaReasonAntiAffinity)
 	}
-	if s.existing.violates(node.Labels, s.existingDelta) {
+	if s.existing.violates(ni, s.existingDelta) {
 		return framework.NewStatus(framework.Unschedulable, ipaReasonExistingAntiAffi)
 	}
 	return nil
 }
 
-func (s *ipaFilterState) satisfiesAffinity(nodeLabels map[string]string) bool {
+func (s *ipaFilterState) satisfiesAffinity(ni *framework.NodeInfo) bool {
 	podsExist := true
 	for i := range s.affinity {
 		k := s.affinity[i].TopologyKey
-		v, ok := nodeLabels[k]
+		v, ok := ni.Label(k)
 		if !ok {
 			// Every topology key must exist on the node, also for the
 			// first pod of a group.

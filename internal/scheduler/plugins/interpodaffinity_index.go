@@ -103,6 +103,9 @@ type ipaTable struct {
 	// them side by side so the walk touches little memory.
 	order []ipaSlot
 	epoch uint64
+	// spare and seen are diff's buffers, kept across cycles.
+	spare []ipaSlot
+	seen  []bool
 }
 
 type ipaSlot struct {
@@ -119,47 +122,49 @@ type ipaChange struct {
 // diff returns the nodes whose NodeInfo changed and the entries whose
 // node left the list, and records the new list. The caller must apply
 // every change it is given.
+//
+// It walks the new list against the last one: a node at the expected
+// position is matched by pointer or name without a map lookup, so a list
+// that gained or lost a few nodes (a pod with anti-affinity landing on a
+// node that had none) costs a lookup per inserted node, not one per node.
+// Nodes found only by name are marked with the table's epoch; slots of
+// the last list neither matched nor marked were dropped.
 func (t *ipaTable) diff(list []*framework.NodeInfo) (changed []ipaChange, dropped []*ipaNodeEntry) {
 	if t.byName == nil {
 		t.byName = map[string]*ipaNodeEntry{}
 	}
-	if len(list) == len(t.order) {
-		i := 0
-		for ; i < len(list); i++ {
-			sl, ni := &t.order[i], list[i]
-			if ni.Node() == nil {
-				break // the slow path drops it
-			}
-			if sl.ni == ni {
-				if sl.gen != ni.Generation {
-					sl.gen = ni.Generation
-					changed = append(changed, ipaChange{sl.e, ni})
-				}
-				continue
-			}
-			// The scheduler cache swaps a changed node's NodeInfo for a
-			// new clone at the same position.
-			if ni.Name() != sl.e.name {
-				break
-			}
-			sl.ni, sl.gen = ni, ni.Generation
-			changed = append(changed, ipaChange{sl.e, ni})
-		}
-		if i == len(list) {
-			return changed, nil
-		}
-		changed = changed[:0]
-	}
 	t.epoch++
-	order := make([]ipaSlot, 0, len(list))
+	old := t.order
+	seen := grow(&t.seen, len(old))
+	clear(seen)
+	order := t.spare[:0]
+	j := 0
 	for _, ni := range list {
 		if ni.Node() == nil {
 			continue
+		}
+		if j < len(old) {
+			if sl := &old[j]; sl.ni == ni || sl.e.name == ni.Name() {
+				// The scheduler cache swaps a changed node's NodeInfo for a
+				// new clone at the same position.
+				if sl.ni != ni || sl.gen != ni.Generation {
+					changed = append(changed, ipaChange{sl.e, ni})
+				}
+				seen[j] = true
+				order = append(order, ipaSlot{ni: ni, gen: ni.Generation, e: sl.e})
+				j++
+				continue
+			}
 		}
 		e := t.byName[ni.Name()]
 		if e == nil {
 			e = &ipaNodeEntry{name: ni.Name()}
 			t.byName[e.name] = e
+		} else if k := ipaFindAhead(old, j, e); k >= 0 {
+			// The slots before it left the list (or moved; the epoch
+			// tells at the end).
+			j = k + 1
+			seen[k] = true
 		}
 		e.epoch = t.epoch
 		if e.ni != ni || e.gen != ni.Generation {
@@ -167,16 +172,35 @@ func (t *ipaTable) diff(list []*framework.NodeInfo) (changed []ipaChange, droppe
 		}
 		order = append(order, ipaSlot{ni: ni, gen: ni.Generation, e: e})
 	}
-	if len(t.byName) > len(order) {
-		for name, e := range t.byName {
-			if e.epoch != t.epoch {
-				dropped = append(dropped, e)
-				delete(t.byName, name)
-			}
+	for k := range old {
+		if e := old[k].e; !seen[k] && e.epoch != t.epoch {
+			dropped = append(dropped, e)
+			delete(t.byName, e.name)
 		}
 	}
-	t.order = order
+	clear(old) // the spare buffer must not keep NodeInfos alive
+	t.order, t.spare = order, old[:0]
 	return changed, dropped
+}
+
+// ipaFindAhead returns the position of e in the next few slots of old
+// from j, or -1.
+func ipaFindAhead(old []ipaSlot, j int, e *ipaNodeEntry) int {
+	for k := j; k < min(j+8, len(old)); k++ {
+		if old[k].e == e {
+			return k
+		}
+	}
+	return -1
+}
+
+// grow returns (*buf)[:n], reallocating only when it is too short.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
 
 // ipaIndex is the cross-cycle index described on InterPodAffinity. All

@@ -52,6 +52,7 @@ var (
 	_ framework.FilterPlugin      = (*NodeResourcesFit)(nil)
 	_ framework.PreScorePlugin    = (*NodeResourcesFit)(nil)
 	_ framework.ScorePlugin       = (*NodeResourcesFit)(nil)
+	_ framework.BatchScorer       = (*NodeResourcesFit)(nil)
 	_ framework.EnqueueExtensions = (*NodeResourcesFit)(nil)
 )
 
@@ -383,6 +384,18 @@ func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState,
 		s = &fitScoreState{podRequests: fitPodRequestList(pod, f.scorer.resources, true)}
 	}
 	return f.scorer.score(ni, s.podRequests), nil
+}
+
+// ScoreNodes is Score over a range of nodes, reading the state once.
+func (f *NodeResourcesFit) ScoreNodes(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.Status {
+	s, ok := state.Read(fitPreScoreKey).(*fitScoreState)
+	if !ok {
+		s = &fitScoreState{podRequests: fitPodRequestList(pod, f.scorer.resources, true)}
+	}
+	for i, ni := range nodes {
+		scores[i].Score = f.scorer.score(ni, s.podRequests)
+	}
+	return nil
 }
 
 func (f *NodeResourcesFit) ScoreExtensions() framework.ScoreExtensions { return nil }

@@ -36,11 +36,13 @@ func (p *NodeUnschedulable) Name() string { return NodeUnschedulableName }
 
 // Filter rejects a cordoned node the pod does not tolerate.
 func (p *NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	node := ni.Node()
-	if node == nil {
-		return framework.AsStatus(fmt.Errorf("%s: node not found", NodeUnschedulableName))
+	if !ni.Unschedulable() {
+		if ni.Node() == nil {
+			return framework.AsStatus(fmt.Errorf("%s: node not found", NodeUnschedulableName))
+		}
+		return nil
 	}
-	if !node.Spec.Unschedulable || unschedTolerates(pod.Spec.Tolerations) {
+	if unschedTolerates(pod.Spec.Tolerations) {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, NodeUnschedulableReason)

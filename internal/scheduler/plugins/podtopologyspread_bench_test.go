@@ -150,6 +150,26 @@ func BenchmarkPodTopologySpread(b *testing.B) {
 			}
 		})
 	})
+	// The System default hostname constraint at density scale: every op
+	// is one cycle's PreScore and Score of the 500 feasible nodes, after
+	// one node changed; Score counts each node's own matching pods.
+	softHost := soft.DeepCopy()
+	softHost.Spec.TopologySpreadConstraints[0].TopologyKey = corev1.LabelHostname
+	softHost.Spec.TopologySpreadConstraints[0].MaxSkew = 3
+	b.Run("PreScore+Score/hostname-500-feasible", func(b *testing.B) {
+		ptsBench(b, func(i int) {
+			churn(i)
+			state := framework.NewCycleState()
+			if s := pl.PreScore(ctx, state, softHost, feasible); !s.IsSuccess() {
+				b.Fatal(s)
+			}
+			for _, ni := range feasible {
+				if _, s := pl.Score(ctx, state, softHost, ni); !s.IsSuccess() {
+					b.Fatal(s)
+				}
+			}
+		})
+	})
 	b.Run("Score", func(b *testing.B) {
 		state := framework.NewCycleState()
 		if s := pl.PreScore(ctx, state, soft, feasible); !s.IsSuccess() {

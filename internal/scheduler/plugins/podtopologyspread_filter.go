@@ -69,6 +69,12 @@ type ptsPreFilterState struct {
 	eligibility ptsEligibility
 	domains     []ptsDomainCounts
 	critical    []ptsCriticalPaths
+	// rejectSkew and rejectMissingLabel are Filter's two rejections, made
+	// once per cycle and returned for every rejected node: at large
+	// scale most nodes are rejected, and a status each was most of this
+	// plugin's garbage. They carry the plugin's name already, so the
+	// framework's WithPlugin does not write to them.
+	rejectSkew, rejectMissingLabel *framework.Status
 }
 
 func (s *ptsPreFilterState) Clone() framework.StateData {
@@ -112,6 +118,9 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		eligibility: ptsEligibilityOf(cs),
 		domains:     make([]ptsDomainCounts, len(cs)),
 		critical:    make([]ptsCriticalPaths, len(cs)),
+		rejectSkew:  framework.NewStatus(framework.Unschedulable, ErrReasonTopologySpread).WithPlugin(PodTopologySpreadName),
+		rejectMissingLabel: framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			ErrReasonTopologySpreadMissingLabel).WithPlugin(PodTopologySpreadName),
 	}
 	podLabels := labels.Set(pod.Labels)
 	for i := range cs {
@@ -128,7 +137,7 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		}
 		// A node missing any constraint's key is in no domain at all.
 		for c := range cs {
-			v, ok := node.Labels[cs[c].topologyKey]
+			v, ok := ni.Label(cs[c].topologyKey)
 			if !ok {
 				return
 			}
@@ -216,19 +225,18 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	node := nodeInfo.Node()
-	if node == nil {
+	if nodeInfo.Node() == nil {
 		return framework.AsStatus(errors.New("node not found"))
 	}
 	for c := range s.constraints {
 		con := &s.constraints[c]
-		v, ok := node.Labels[con.topologyKey]
+		v, ok := nodeInfo.Label(con.topologyKey)
 		if !ok {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonTopologySpreadMissingLabel)
+			return s.rejectMissingLabel
 		}
 		skew := s.domains[c].get(v) + s.selfMatch[c] - s.minMatch(c)
 		if skew > int64(con.maxSkew) {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonTopologySpread)
+			return s.rejectSkew
 		}
 	}
 	return nil

@@ -30,6 +30,14 @@ type ptsPreScoreState struct {
 	// for the domains of feasible nodes; empty for hostname constraints,
 	// which Score counts on the node itself.
 	domains []ptsDomainCounts
+	// perNode[i], for a hostname constraint, is the count of each node's
+	// own matching pods by node name: the counter's totals, kept across
+	// cycles and recounted only for nodes that changed, so Score does a
+	// lookup instead of walking every pod of every scored node (the cost
+	// that grew with pods² at density scale). It points into the
+	// counter's entry, which is not changed before the next PreFilter or
+	// PreScore, so it is valid for this cycle's Score only.
+	perNode []*ptsDomainCounts
 	// weights[i] is log(#domains+2): a constraint with many small
 	// domains weighs more per pod than one with a few large ones.
 	weights   []float64
@@ -61,6 +69,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		requireAll:  len(pod.Spec.TopologySpreadConstraints) > 0 || !pl.systemDefaulted,
 		domains:     make([]ptsDomainCounts, len(cs)),
 		weights:     make([]float64, len(cs)),
+		perNode:     make([]*ptsDomainCounts, len(cs)),
 		namespace:   pod.Namespace,
 	}
 
@@ -109,12 +118,21 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		}
 		affinityOK, taintsOK := elig.check(pod, &req, node)
 		for c := range cs {
-			if !cs[c].hostname && cs[c].includes(affinityOK, taintsOK) {
+			switch {
+			case cs[c].hostname:
+				// Upstream counts the node's own pods without the
+				// inclusion policies; keyed by the unique node name.
+				out[c] = ptsContrib{value: ni.Name(), count: ptsCountMatching(ni.Pods, &cs[c], pod.Namespace)}
+			case cs[c].includes(affinityOK, taintsOK):
 				out[c] = ptsContrib{value: node.Labels[cs[c].topologyKey], count: ptsCountMatching(ni.Pods, &cs[c], pod.Namespace)}
 			}
 		}
 	}, func(e *ptsCacheEntry) {
 		for c := range cs {
+			if cs[c].hostname {
+				s.perNode[c] = &e.totals[c]
+				continue
+			}
 			d := &s.domains[c]
 			for i, v := range d.values {
 				d.counts[i] = e.totals[c].get(v)
@@ -153,8 +171,12 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 		var cnt int64
 		if con.hostname {
 			// Upstream counts the node's own pods here without the
-			// inclusion policies; so do we.
-			cnt = ptsCountMatching(nodeInfo.Pods, con, s.namespace)
+			// inclusion policies; so did PreScore, for every node.
+			if pn := s.perNode[c]; pn != nil {
+				cnt = pn.get(nodeInfo.Name())
+			} else {
+				cnt = ptsCountMatching(nodeInfo.Pods, con, s.namespace)
+			}
 		} else {
 			cnt = s.domains[c].get(v)
 		}

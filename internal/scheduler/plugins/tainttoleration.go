@@ -38,6 +38,7 @@ type TaintToleration struct{}
 var (
 	_ framework.FilterPlugin      = (*TaintToleration)(nil)
 	_ framework.PreScorePlugin    = (*TaintToleration)(nil)
+	_ framework.BatchScorer       = (*TaintToleration)(nil)
 	_ framework.ScorePlugin       = (*TaintToleration)(nil)
 	_ framework.ScoreExtensions   = (*TaintToleration)(nil)
 	_ framework.EnqueueExtensions = (*TaintToleration)(nil)
@@ -141,7 +142,7 @@ func (pl *TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, 
 	if node == nil {
 		return framework.AsStatus(errors.New("node not found"))
 	}
-	taint, bad := ttFindUntolerated(node.Spec.Taints, pod.Spec.Tolerations)
+	taint, bad := ttFindUntolerated(nodeInfo.Taints(), pod.Spec.Tolerations)
 	if !bad {
 		return nil
 	}
@@ -181,14 +182,35 @@ func (pl *TaintToleration) Score(_ context.Context, state *framework.CycleState,
 	if !ok {
 		return 0, framework.AsStatus(fmt.Errorf("reading %q from cycle state: not found", ttPreScoreKey))
 	}
+	return ttCountIntolerable(nodeInfo.Taints(), s.tolerations), nil
+}
+
+// ScoreNodes is Score over a range of nodes, reading the state once.
+func (pl *TaintToleration) ScoreNodes(_ context.Context, state *framework.CycleState, _ *corev1.Pod, nodes []*framework.NodeInfo, scores []framework.NodeScore) *framework.Status {
+	s, ok := state.Read(ttPreScoreKey).(*ttPreScoreState)
+	if !ok {
+		return framework.AsStatus(fmt.Errorf("reading %q from cycle state: not found", ttPreScoreKey))
+	}
+	for i, ni := range nodes {
+		if ni.Node() == nil {
+			return framework.AsStatus(errors.New("node not found"))
+		}
+		scores[i].Score = ttCountIntolerable(ni.Taints(), s.tolerations)
+	}
+	return nil
+}
+
+// ttCountIntolerable counts the PreferNoSchedule taints none of the
+// tolerations tolerates.
+func ttCountIntolerable(taints []corev1.Taint, tolerations []corev1.Toleration) int64 {
 	var n int64
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule && !TolerationsTolerateTaint(s.tolerations, t) {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule && !TolerationsTolerateTaint(tolerations, t) {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 func (pl *TaintToleration) ScoreExtensions() framework.ScoreExtensions { return pl }

@@ -1,0 +1,447 @@
+package apiserver
+
+import (
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
+)
+
+// A custom resource's OpenAPI schema: the version's openAPIV3Schema, with
+// apiVersion, kind and metadata filled in as upstream publishes them
+// (metadata a reference to ObjectMeta), tagged with its group, version and
+// kind. Server-side apply builds its type converter from it.
+
+const objectMetaModel = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+// crdModelName is the definition name upstream gives a custom kind: the
+// group reversed, then version and kind ("com.example.v1.Widget").
+func crdModelName(group, version, kind string) string {
+	parts := strings.Split(group, ".")
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return strings.Join(append(parts, version, kind), ".")
+}
+
+// crdOpenAPISchema converts a version's schema to kube-openapi's form,
+// references in refPrefix style ("#/components/schemas/" or
+// "#/definitions/").
+func crdOpenAPISchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, refPrefix string) (*spec.Schema, error) {
+	out := &spec.Schema{}
+	if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+		// Both are JSON schema: the JSON of one is the other.
+		data, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, err
+		}
+	} else {
+		out.Type = spec.StringOrArray{"object"}
+		out.AddExtension("x-kubernetes-preserve-unknown-fields", true)
+	}
+	if out.Properties == nil {
+		out.Properties = map[string]spec.Schema{}
+	}
+	out.Properties["apiVersion"] = *spec.StringProperty().WithDescription("APIVersion defines the versioned schema of this representation of an object.")
+	out.Properties["kind"] = *spec.StringProperty().WithDescription("Kind is a string value representing the REST resource this object represents.")
+	out.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef(refPrefix + objectMetaModel)}}
+	out.AddExtension("x-kubernetes-group-version-kind", []interface{}{map[string]interface{}{
+		"group": crd.Spec.Group, "version": v.Name, "kind": crd.Spec.Names.Kind}})
+	return out, nil
+}
+
+// crdTypeConverter returns the type converter of one version, built on
+// first use (server-side apply's first write of the resource).
+func crdTypeConverter(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) func() (managedfields.TypeConverter, error) {
+	crd = crd.DeepCopy()
+	return sync.OnceValues(func() (managedfields.TypeConverter, error) {
+		builtin, err := openapi.Schemas()
+		if err != nil {
+			return nil, err
+		}
+		s, err := crdOpenAPISchema(crd, v, "#/components/schemas/")
+		if err != nil {
+			return nil, err
+		}
+		// ObjectMeta and what it references; the builtin map is shared and
+		// is only read.
+		models := make(map[string]*spec.Schema, len(builtin)+1)
+		for name, m := range builtin {
+			if strings.HasPrefix(name, "io.k8s.apimachinery.") {
+				models[name] = m
+			}
+		}
+		models[crdModelName(crd.Spec.Group, v.Name, crd.Spec.Names.Kind)] = s
+		return managedfields.NewTypeConverter(models, crd.Spec.PreserveUnknownFields)
+	})
+}
+
+// crdOpenAPI is the OpenAPI v3 documents of the served custom resources,
+// one per group version, rebuilt whenever the served set changes.
+type crdOpenAPI struct {
+	docs map[string][]byte // "apis/<group>/<version>" → JSON
+	hash map[string]string // the same keys → SHA-512 of the JSON, hex
+
+	// The same for /openapi/v2, which has one document for everything:
+	// the custom definitions and paths, merged into the built-in
+	// document on first request.
+	v2Defs  map[string]interface{}
+	v2Paths map[string]interface{}
+	v2Once  sync.Once
+	v2      []byte
+	v2ETag  string
+}
+
+// buildCRDOpenAPI describes every served version of the given
+// definitions. A version whose schema cannot be converted is left out.
+func buildCRDOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition) *crdOpenAPI {
+	out := &crdOpenAPI{docs: map[string][]byte{}, hash: map[string]string{}, v2Defs: map[string]interface{}{}, v2Paths: map[string]interface{}{}}
+	builtin, err := openapi.Schemas()
+	if err != nil {
+		slog.Error("OpenAPI schemas", "err", err)
+		return out
+	}
+	meta := map[string]interface{}{}
+	for name, m := range builtin {
+		if strings.HasPrefix(name, "io.k8s.apimachinery.") || strings.HasPrefix(name, "io.k8s.api.autoscaling.v1.Scale") {
+			meta[name] = m
+		}
+	}
+	type gvDoc struct {
+		paths   map[string]interface{}
+		schemas map[string]interface{}
+	}
+	byGV := map[string]*gvDoc{}
+	for _, crd := range crds {
+		for i := range crd.Spec.Versions {
+			v := &crd.Spec.Versions[i]
+			if !v.Served {
+				continue
+			}
+			s, err := crdOpenAPISchema(crd, v, "#/components/schemas/")
+			if err != nil {
+				continue
+			}
+			key := "apis/" + crd.Spec.Group + "/" + v.Name
+			d := byGV[key]
+			if d == nil {
+				d = &gvDoc{paths: map[string]interface{}{}, schemas: map[string]interface{}{}}
+				for k, m := range meta {
+					d.schemas[k] = m
+				}
+				byGV[key] = d
+			}
+			model := crdModelName(crd.Spec.Group, v.Name, crd.Spec.Names.Kind)
+			listModel := crdModelName(crd.Spec.Group, v.Name, crd.Spec.Names.ListKind)
+			d.schemas[model] = s
+			d.schemas[listModel] = crdListSchema(crd, v, model, "#/components/schemas/")
+			crdPaths(d.paths, crd, v, model, listModel, false)
+			if s2, err := crdOpenAPISchema(crd, v, "#/definitions/"); err == nil {
+				out.v2Defs[model] = s2
+				out.v2Defs[listModel] = crdListSchema(crd, v, model, "#/definitions/")
+				crdPaths(out.v2Paths, crd, v, model, listModel, true)
+			}
+		}
+	}
+	for key, d := range byGV {
+		doc := map[string]interface{}{
+			"openapi":    "3.0.0",
+			"info":       map[string]interface{}{"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+			"paths":      d.paths,
+			"components": map[string]interface{}{"schemas": d.schemas},
+		}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			slog.Error("OpenAPI document of custom resources", "gv", key, "err", err)
+			continue
+		}
+		sum := sha512.Sum512(data)
+		out.docs[key], out.hash[key] = data, strings.ToUpper(hex.EncodeToString(sum[:]))
+	}
+	return out
+}
+
+func crdListSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, model, refPrefix string) map[string]interface{} {
+	return map[string]interface{}{
+		"type": "object", "required": []string{"items"},
+		"properties": map[string]interface{}{
+			"apiVersion": map[string]interface{}{"type": "string"},
+			"kind":       map[string]interface{}{"type": "string"},
+			"metadata":   map[string]interface{}{"$ref": refPrefix + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+			"items":      map[string]interface{}{"type": "array", "items": map[string]interface{}{"$ref": refPrefix + model}},
+		},
+		"x-kubernetes-group-version-kind": []interface{}{map[string]interface{}{"group": crd.Spec.Group, "version": v.Name, "kind": crd.Spec.Names.ListKind}},
+	}
+}
+
+// crdPaths adds the REST paths of one version's resource, with the
+// operation extensions and query parameters clients look for: kubectl
+// decides to use server-side field validation by finding fieldValidation
+// among the parameters of the kind's PATCH.
+func crdPaths(paths map[string]interface{}, crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, model, listModel string, v2 bool) {
+	group, kind, plural := crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Names.Plural
+	// An operation names one kind (a schema lists every kind it is).
+	gvk := map[string]interface{}{"group": group, "version": v.Name, "kind": kind}
+	root := "/apis/" + group + "/" + v.Name
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	idPart := camelGroup(group) + strings.ToUpper(v.Name[:1]) + v.Name[1:]
+	scopeWord := ""
+	if namespaced {
+		scopeWord = "Namespaced"
+		root += "/namespaces/{namespace}"
+	}
+	// Swagger 2 and OpenAPI 3 differ in where schemas and types go.
+	refPrefix := "#/components/schemas/"
+	if v2 {
+		refPrefix = "#/definitions/"
+	}
+	ref := func(m string) map[string]interface{} {
+		schema := map[string]interface{}{"$ref": refPrefix + m}
+		if v2 {
+			return map[string]interface{}{"description": "OK", "schema": schema}
+		}
+		return map[string]interface{}{"description": "OK", "content": map[string]interface{}{"application/json": map[string]interface{}{"schema": schema}}}
+	}
+	param := func(name, in string) map[string]interface{} {
+		p := map[string]interface{}{"name": name, "in": in, "uniqueItems": true}
+		if v2 {
+			p["type"] = "string"
+		} else {
+			p["schema"] = map[string]interface{}{"type": "string"}
+		}
+		if in == "path" {
+			p["required"] = true
+		}
+		return p
+	}
+	query := func(names ...string) []interface{} {
+		var out []interface{}
+		for _, n := range names {
+			out = append(out, param(n, "query"))
+		}
+		return out
+	}
+	pathParams := func(names ...string) []interface{} {
+		var out []interface{}
+		for _, n := range names {
+			out = append(out, param(n, "path"))
+		}
+		return out
+	}
+	op := func(verb, id, action, resp string, body bool, params []interface{}, bodyTypes ...string) map[string]interface{} {
+		o := map[string]interface{}{
+			"operationId":                     verb + idPart + id,
+			"tags":                            []string{idPart},
+			"parameters":                      params,
+			"responses":                       map[string]interface{}{"200": ref(resp)},
+			"x-kubernetes-action":             action,
+			"x-kubernetes-group-version-kind": gvk,
+		}
+		switch {
+		case body && v2:
+			o["parameters"] = append([]interface{}{map[string]interface{}{"name": "body", "in": "body", "required": true,
+				"schema": map[string]interface{}{"$ref": refPrefix + model}}}, params...)
+			o["consumes"] = bodyTypes
+		case body:
+			content := map[string]interface{}{}
+			for _, t := range bodyTypes {
+				content[t] = map[string]interface{}{"schema": map[string]interface{}{"$ref": refPrefix + model}}
+			}
+			o["requestBody"] = map[string]interface{}{"required": true, "content": content}
+		}
+		return o
+	}
+	writeParams := query("dryRun", "fieldManager", "fieldValidation")
+	patchParams := query("dryRun", "fieldManager", "fieldValidation", "force")
+	patchTypes := []string{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"}
+	nsParams := []interface{}{}
+	if namespaced {
+		nsParams = pathParams("namespace")
+	}
+	item := func(suffix, idSuffix string, withDelete bool) map[string]interface{} {
+		p := map[string]interface{}{
+			"parameters": append(append([]interface{}{}, nsParams...), pathParams("name")...),
+			"get":        op("read", scopeWord+kind+idSuffix, "get", model, false, nil),
+			"put":        op("replace", scopeWord+kind+idSuffix, "put", model, true, writeParams, "application/json"),
+			"patch":      op("patch", scopeWord+kind+idSuffix, "patch", model, true, patchParams, patchTypes...),
+		}
+		if withDelete {
+			p["delete"] = op("delete", scopeWord+kind, "delete", "io.k8s.apimachinery.pkg.apis.meta.v1.Status", false, query("dryRun", "gracePeriodSeconds", "propagationPolicy"))
+		}
+		paths[root+"/"+plural+"/{name}"+suffix] = p
+		return p
+	}
+	paths[root+"/"+plural] = map[string]interface{}{
+		"parameters": nsParams,
+		"get":        op("list", scopeWord+kind, "list", listModel, false, query("labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "watch")),
+		"post":       op("create", scopeWord+kind, "post", model, true, writeParams, "application/json"),
+		"delete":     op("deletecollection", scopeWord+kind, "deletecollection", "io.k8s.apimachinery.pkg.apis.meta.v1.Status", false, query("labelSelector", "fieldSelector")),
+	}
+	item("", "", true)
+	if namespaced {
+		paths["/apis/"+group+"/"+v.Name+"/"+plural] = map[string]interface{}{
+			"get": op("list", kind+"ForAllNamespaces", "list", listModel, false, query("labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "watch")),
+		}
+	}
+	if v.Subresources != nil && v.Subresources.Status != nil {
+		item("/status", "Status", false)
+	}
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		p := item("/scale", "Scale", false)
+		for _, verb := range []string{"get", "put", "patch"} {
+			o := p[verb].(map[string]interface{})
+			o["responses"] = map[string]interface{}{"200": ref("io.k8s.api.autoscaling.v1.Scale")}
+			o["x-kubernetes-group-version-kind"] = map[string]interface{}{"group": "autoscaling", "version": "v1", "kind": "Scale"}
+			delete(o, "requestBody")
+			if v2 && verb != "get" {
+				o["parameters"] = append([]interface{}{map[string]interface{}{"name": "body", "in": "body", "required": true,
+					"schema": map[string]interface{}{"$ref": refPrefix + "io.k8s.api.autoscaling.v1.Scale"}}}, o["parameters"].([]interface{})[1:]...)
+			}
+		}
+	}
+}
+
+// camelGroup is the operation-id form of a group: "example.com" →
+// "ExampleCom".
+func camelGroup(group string) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(group, func(r rune) bool { return r == '.' || r == '-' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// serveCRDOpenAPI answers the /openapi/v3 requests custom resources
+// change: the index, which lists their group versions besides the
+// built-in ones, and their documents. It reports false for everything
+// else, which the built-in service answers.
+func (s *Server) serveCRDOpenAPI(w http.ResponseWriter, r *http.Request) bool {
+	if s.crd == nil {
+		return false
+	}
+	docs := s.crd.openapi.Load()
+	if docs == nil || len(docs.docs) == 0 {
+		return false
+	}
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	if p == "/openapi/v2" {
+		// The protobuf form stays the built-in kinds' alone: clients that
+		// read custom kinds from OpenAPI (kubectl) use v3, or v2 as JSON.
+		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
+			return false
+		}
+		docs.v2Once.Do(func() { docs.v2, docs.v2ETag = s.mergeCRDOpenAPIV2(r, docs) })
+		if docs.v2 == nil {
+			return false
+		}
+		w.Header().Set("Etag", docs.v2ETag)
+		if r.Header.Get("If-None-Match") == docs.v2ETag {
+			w.WriteHeader(http.StatusNotModified)
+			return true
+		}
+		writeBytes(w, http.StatusOK, mediaJSON, docs.v2)
+		return true
+	}
+	if p == "/openapi/v3" {
+		rec := httptest.NewRecorder()
+		r2 := r.Clone(r.Context())
+		r2.Header.Del("Accept-Encoding")
+		r2.Header.Del("If-None-Match")
+		r2.Header.Del("If-Modified-Since")
+		s.openapi.svc.Serve(rec, r2)
+		var index struct {
+			Paths map[string]map[string]string `json:"paths"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &index) != nil {
+			return false
+		}
+		for key, h := range docs.hash {
+			index.Paths[key] = map[string]string{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + h}
+		}
+		data, _ := json.Marshal(index)
+		// The merged index has its own validator: a client's cached copy
+		// of an older index must not be confirmed by the built-in one's.
+		sum := sha512.Sum512(data)
+		etag := `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
+		w.Header().Set("Etag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return true
+		}
+		writeBytes(w, http.StatusOK, mediaJSON, data)
+		return true
+	}
+	key := strings.TrimPrefix(p, "/openapi/v3/")
+	data, ok := docs.docs[key]
+	if !ok {
+		return false
+	}
+	etag := `"` + docs.hash[key] + `"`
+	w.Header().Set("Etag", etag)
+	if r.URL.Query().Get("hash") == docs.hash[key] {
+		w.Header().Set("Cache-Control", "public, immutable")
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+	} else {
+		w.Header().Set("Cache-Control", "no-cache, private")
+	}
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	writeBytes(w, http.StatusOK, mediaJSON, data)
+	return true
+}
+
+// mergeCRDOpenAPIV2 adds the custom definitions and paths to the built-in
+// /openapi/v2 document, or returns nil when that cannot be read.
+func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) ([]byte, string) {
+	rec := httptest.NewRecorder()
+	r2 := r.Clone(r.Context())
+	for _, h := range []string{"Accept-Encoding", "If-None-Match", "If-Modified-Since"} {
+		r2.Header.Del(h)
+	}
+	r2.Header.Set("Accept", mediaJSON)
+	s.openapi.svc.Serve(rec, r2)
+	var doc map[string]json.RawMessage
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
+		return nil, ""
+	}
+	for key, add := range map[string]map[string]interface{}{"definitions": docs.v2Defs, "paths": docs.v2Paths} {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(doc[key], &m) != nil {
+			return nil, ""
+		}
+		for name, v := range add {
+			data, err := json.Marshal(v)
+			if err != nil {
+				return nil, ""
+			}
+			m[name] = data
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, ""
+		}
+		doc[key] = data
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, ""
+	}
+	sum := sha512.Sum512(data)
+	return data, `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
+}

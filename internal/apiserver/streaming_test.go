@@ -1,0 +1,138 @@
+package apiserver_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
+)
+
+// TestNodeStreams: logs, exec, attach, port-forward and the proxies are
+// checked by the API server as upstream checks them, then refused with a
+// clear error, because simulated nodes have no kubelet to answer.
+func TestNodeStreams(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{SimulatedNodes: 1})
+	cs, kc := c.Client, c.Server.Kubeconfig
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := controllertest.CreateNamespace(t, cs, "streams")
+	controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "web", "sim-0", 8080))
+	controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "pair", "sim-0", 0, func(p *corev1.Pod) {
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36"}}
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox:1.36"})
+	}))
+	controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "unbound", "", 0))
+
+	t.Run("kubectl logs", func(t *testing.T) {
+		res := controllertest.Kubectl(t, kc, "logs", "-n", ns, "web")
+		t.Logf("kubectl logs: %s", res.Stderr)
+		want := `Error from server: Get "https://`
+		if res.Code == 0 || !strings.Contains(res.Stderr, want) || !strings.Contains(res.Stderr, ":10250/containerLogs/"+ns+"/web/app") ||
+			!strings.Contains(res.Stderr, `the kubelet of node "sim-0" does not serve this request`) {
+			t.Errorf("kubectl logs: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		res = controllertest.Kubectl(t, kc, "logs", "-n", ns, "nobody")
+		if res.Code == 0 || !strings.Contains(res.Stderr, `pods "nobody" not found`) {
+			t.Errorf("kubectl logs of a missing pod: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		res = controllertest.Kubectl(t, kc, "logs", "-n", ns, "web", "-c", "nope")
+		if res.Code == 0 || !strings.Contains(res.Stderr, "container nope is not valid for pod web") {
+			t.Errorf("kubectl logs -c nope: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+
+	t.Run("log options", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			pod  string
+			opts corev1.PodLogOptions
+			want string
+			is   func(error) bool
+		}{
+			{"container required", "pair", corev1.PodLogOptions{}, "a container name must be specified for pod pair, choose one of: [init app sidecar]", apierrors.IsBadRequest},
+			{"negative tail", "web", corev1.PodLogOptions{TailLines: new(int64(-1))}, "tailLines: Invalid value: -1: must be greater than or equal to 0", apierrors.IsInvalid},
+			{"zero since", "web", corev1.PodLogOptions{SinceSeconds: new(int64(0))}, "sinceSeconds: Invalid value: 0: must be greater than 0", apierrors.IsInvalid},
+			{"zero limit", "web", corev1.PodLogOptions{LimitBytes: new(int64(0))}, "limitBytes: Invalid value: 0: must be greater than 0", apierrors.IsInvalid},
+			{"both since", "web", corev1.PodLogOptions{SinceSeconds: new(int64(5)), SinceTime: &metav1.Time{Time: time.Now()}},
+				"at most one of `sinceTime` or `sinceSeconds` may be specified", apierrors.IsInvalid},
+			{"missing pod", "nobody", corev1.PodLogOptions{}, `pods "nobody" not found`, apierrors.IsNotFound},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := cs.CoreV1().Pods(ns).GetLogs(tc.pod, &tc.opts).Do(ctx).Error()
+				if !tc.is(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("got %v, want %q", err, tc.want)
+				}
+			})
+		}
+		// A pod on no node has no logs yet: an empty answer.
+		if out, err := cs.CoreV1().Pods(ns).GetLogs("unbound", &corev1.PodLogOptions{}).DoRaw(ctx); err != nil || len(out) != 0 {
+			t.Errorf("logs of an unbound pod: %q, %v", out, err)
+		}
+	})
+
+	t.Run("kubectl exec", func(t *testing.T) {
+		res := controllertest.Kubectl(t, kc, "exec", "-n", ns, "web", "--", "ls")
+		t.Logf("kubectl exec: %s", res.Stderr)
+		if res.Code == 0 || !strings.Contains(res.Stderr, "/exec/"+ns+"/web/app") || !strings.Contains(res.Stderr, "does not serve this request") {
+			t.Errorf("kubectl exec: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		res = controllertest.Kubectl(t, kc, "exec", "-n", ns, "unbound", "--", "ls")
+		if res.Code == 0 || !strings.Contains(res.Stderr, "pod unbound does not have a host assigned") {
+			t.Errorf("kubectl exec on an unbound pod: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+
+	t.Run("proxies", func(t *testing.T) {
+		controllertest.CreateService(t, cs, controllertest.WebService(ns))
+		rc := cs.CoreV1().RESTClient()
+		for _, tc := range []struct {
+			name string
+			req  func() error
+			code int32
+			want string
+		}{
+			{"node", func() error { return rc.Get().AbsPath("/api/v1/nodes/sim-0/proxy/healthz").Do(ctx).Error() }, 500, `/healthz": the kubelet of node "sim-0"`},
+			{"missing node", func() error { return rc.Get().AbsPath("/api/v1/nodes/nope/proxy/healthz").Do(ctx).Error() }, 404, `nodes "nope" not found`},
+			{"service without endpoints", func() error {
+				return rc.Get().AbsPath("/api/v1/namespaces/" + ns + "/services/web:http/proxy/").Do(ctx).Error()
+			}, 503, `no endpoints available for service "web"`},
+			{"pod", func() error {
+				return rc.Get().AbsPath("/api/v1/namespaces/" + ns + "/pods/unbound/proxy/").Do(ctx).Error()
+			}, 400, "address not allowed"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := tc.req()
+				se, ok := err.(apierrors.APIStatus)
+				if !ok || se.Status().Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("got %v, want %d with %q", err, tc.code, tc.want)
+				}
+			})
+		}
+	})
+
+	t.Run("discovery", func(t *testing.T) {
+		list, err := cs.Discovery().ServerResourcesForGroupVersion("v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]string{}
+		for _, r := range list.APIResources {
+			found[r.Name] = r.Group + "/" + r.Kind + " " + strings.Join(r.Verbs, ",")
+		}
+		for name, want := range map[string]string{
+			"pods/eviction": "policy/Eviction create", "pods/log": "/Pod get", "pods/exec": "/PodExecOptions create,get",
+			"pods/ephemeralcontainers": "/Pod get,patch,update", "nodes/proxy": "/NodeProxyOptions create,delete,get,patch,update",
+		} {
+			if found[name] != want {
+				t.Errorf("discovery of %s = %q, want %q", name, found[name], want)
+			}
+		}
+	})
+}
