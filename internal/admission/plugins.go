@@ -57,7 +57,7 @@ type Deps struct {
 	// claims and volumes could never be deleted.
 	StorageProtectionControllers bool
 	// Resources are the served resources by kind: ValidatingAdmissionPolicy
-	// resolves paramKind with them.
+	// resolves paramKind and type-checks its expressions with them.
 	Resources []ResourceKind
 	// Context bounds the plugins' background work (ValidatingAdmissionPolicy
 	// type checking); nil runs none.

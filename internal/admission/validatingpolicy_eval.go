@@ -26,6 +26,8 @@ type vapRequest struct {
 	ns     *corev1.Namespace
 	nsErr  error
 	act    *CELActivation
+	eqDone bool
+	eq     []schema.GroupVersionResource
 }
 
 func (r *vapRequest) name() string {
@@ -38,6 +40,20 @@ func (r *vapRequest) name() string {
 		}
 	}
 	return ""
+}
+
+// equivalents returns the write's resource under its other served
+// versions.
+func (r *vapRequest) equivalents() []schema.GroupVersionResource {
+	if !r.eqDone {
+		r.eqDone = true
+		for _, rk := range r.p.cfg.Resources {
+			if rk.Resource.GroupResource() == r.a.Resource.GroupResource() && rk.Resource.Version != r.a.Resource.Version {
+				r.eq = append(r.eq, rk.Resource)
+			}
+		}
+	}
+	return r.eq
 }
 
 func (r *vapRequest) namespace() (*corev1.Namespace, error) {
@@ -82,12 +98,12 @@ func (r *vapRequest) evaluate(c *vapCompiled, b *admissionregistrationv1.Validat
 	if pol.Spec.MatchConstraints == nil {
 		return nil
 	}
-	ok, err := vapMatchResources(pol.Spec.MatchConstraints, r.a, r.nsLabels)
+	ok, err := vapMatchResources(pol.Spec.MatchConstraints, r.a, r.nsLabels, r.equivalents())
 	if err == nil && ok && len(pol.Spec.MatchConstraints.ResourceRules) == 0 {
 		ok = false
 	}
 	if err == nil && ok {
-		ok, err = vapMatchResources(b.Spec.MatchResources, r.a, r.nsLabels)
+		ok, err = vapMatchResources(b.Spec.MatchResources, r.a, r.nsLabels, r.equivalents())
 	}
 	if err != nil {
 		return failOrIgnore(fmt.Errorf("failed to configure binding: %w", err))

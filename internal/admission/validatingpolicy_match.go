@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Matching a write against a policy's matchConstraints or a binding's
@@ -108,26 +109,23 @@ func vapLabelsOf(obj runtime.Object) labels.Set {
 
 // vapMatchResources reports whether the write matches m. nsLabels returns
 // the labels of the write's namespace; an error from it is returned.
-func vapMatchResources(m *admissionregistrationv1.MatchResources, a *Attributes, nsLabels func() (labels.Set, error)) (bool, error) {
+// equivalents are the write's resource under its other served versions,
+// which matchPolicy Equivalent also matches (the object is judged as
+// written, not converted to the version the rule names).
+func vapMatchResources(m *admissionregistrationv1.MatchResources, a *Attributes, nsLabels func() (labels.Set, error),
+	equivalents []schema.GroupVersionResource) (bool, error) {
 	if m == nil {
 		return true, nil
-	}
-	matched := false
-	for i := range m.ResourceRules {
-		if vapRuleMatches(&m.ResourceRules[i], a) {
-			matched = true
-			break
-		}
-	}
-	// A binding's matchResources without resourceRules narrows by
-	// selectors only; the policy's rules were checked already.
-	if !matched && len(m.ResourceRules) > 0 {
-		return false, nil
 	}
 	for i := range m.ExcludeResourceRules {
 		if vapRuleMatches(&m.ExcludeResourceRules[i], a) {
 			return false, nil
 		}
+	}
+	// A binding's matchResources without resourceRules narrows by
+	// selectors only; the policy's rules were checked already.
+	if len(m.ResourceRules) > 0 && !vapRulesMatch(m, a, equivalents) {
+		return false, nil
 	}
 	if sel := m.ObjectSelector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		s, err := metav1.LabelSelectorAsSelector(sel)
@@ -162,6 +160,27 @@ func vapMatchResources(m *admissionregistrationv1.MatchResources, a *Attributes,
 		}
 	}
 	return true, nil
+}
+
+func vapRulesMatch(m *admissionregistrationv1.MatchResources, a *Attributes, equivalents []schema.GroupVersionResource) bool {
+	for i := range m.ResourceRules {
+		if vapRuleMatches(&m.ResourceRules[i], a) {
+			return true
+		}
+	}
+	if m.MatchPolicy != nil && *m.MatchPolicy == admissionregistrationv1.Exact {
+		return false
+	}
+	for _, gvr := range equivalents {
+		eq := *a
+		eq.Resource = gvr
+		for i := range m.ResourceRules {
+			if vapRuleMatches(&m.ResourceRules[i], &eq) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // vapSelectorMatches: nil or empty selectors match everything, without

@@ -3,11 +3,13 @@ package admission
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +59,26 @@ func (s *vapObjects) ListObjects(_ context.Context, gvr schema.GroupVersionResou
 	return out, nil
 }
 
-var vapTestResources = []ResourceKind{{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}}
+var vapTestResources = []ResourceKind{
+	{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true},
+	{Resource: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}, Kind: "HorizontalPodAutoscaler", Namespaced: true},
+	{Resource: schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, Kind: "HorizontalPodAutoscaler", Namespaced: true},
+}
+
+// vapHPAPolicy refuses autoscaling/v2 HPAs named web, with matchPolicy.
+func vapHPAPolicy(mp admissionregistrationv1.MatchPolicyType) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	p := vapTestPolicy("hpa", admissionregistrationv1.Validation{Expression: "object.metadata.name != 'web'"})
+	p.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"autoscaling"}, APIVersions: []string{"v2"},
+		Resources: []string{"horizontalpodautoscalers"}}
+	p.Spec.MatchConstraints.MatchPolicy = &mp
+	return p
+}
+
+func vapHPAv1() *Attributes {
+	return &Attributes{Operation: Create, Kind: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler"},
+		Resource: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}, Namespace: "team", Name: "web",
+		Object: &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"}}}
+}
 
 func vapTestPolicy(name string, validations ...admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -117,6 +138,7 @@ func TestValidatingPolicy(t *testing.T) {
 		wantErr  string // substring; "" admits
 		wantCode int32
 		warnings []string
+		wantLog  string
 	}{
 		{name: "no bindings admit", objects: []runtime.Object{vapTestPolicy("p", maxReplicas)},
 			attrs: vapDeployment("team", "web", 10, nil)},
@@ -137,8 +159,9 @@ func TestValidatingPolicy(t *testing.T) {
 		{name: "warn admits with a warning", objects: []runtime.Object{vapTestPolicy("p", maxReplicas), vapTestBinding("b", "p", "Warn")},
 			attrs:    vapDeployment("team", "web", 10, nil),
 			warnings: []string{"Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': failed expression: object.spec.replicas <= 5"}},
-		{name: "audit admits silently", objects: []runtime.Object{vapTestPolicy("p", maxReplicas), vapTestBinding("b", "p", "Audit")},
-			attrs: vapDeployment("team", "web", 10, nil)},
+		{name: "audit admits and logs", objects: []runtime.Object{vapTestPolicy("p", maxReplicas), vapTestBinding("b", "p", "Audit")},
+			attrs:   vapDeployment("team", "web", 10, nil),
+			wantLog: `msg="ValidatingAdmissionPolicy audit" policy=p binding=b message="failed expression: object.spec.replicas <= 5"`},
 		{name: "binding of a missing policy", objects: []runtime.Object{vapTestBinding("b", "gone")},
 			attrs: vapDeployment("team", "web", 10, nil)},
 		{name: "other resources are not matched", objects: []runtime.Object{vapTestPolicy("p", maxReplicas), vapTestBinding("b", "p")},
@@ -172,6 +195,10 @@ func TestValidatingPolicy(t *testing.T) {
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}}}
 			return p
 		}(), vapTestBinding("b", "p")}, attrs: vapDeployment("team", "web", 10, nil)},
+		{name: "Equivalent matches another version", objects: []runtime.Object{vapHPAPolicy(admissionregistrationv1.Equivalent), vapTestBinding("b", "hpa")},
+			attrs: vapHPAv1(), wantErr: "failed expression: object.metadata.name != 'web'"},
+		{name: "Exact does not", objects: []runtime.Object{vapHPAPolicy(admissionregistrationv1.Exact), vapTestBinding("b", "hpa")},
+			attrs: vapHPAv1()},
 		{name: "matchConditions false skips", objects: []runtime.Object{func() runtime.Object {
 			p := vapTestPolicy("p", maxReplicas)
 			p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-alice", Expression: "request.userInfo.username != 'alice'"}}
@@ -231,8 +258,9 @@ func TestValidatingPolicy(t *testing.T) {
 			vapTestBinding("b", "p")}, attrs: vapDeployment("team", "web", 1, nil), wantErr: "cost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
 			p := NewValidatingPolicy(ValidatingPolicyConfig{Objects: &vapObjects{items: tc.objects}, Namespaces: namespaces,
-				Authorizer: tc.authz, Resources: vapTestResources})
+				Authorizer: tc.authz, Resources: vapTestResources, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			var warnings []string
 			ctx := WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
 			err := p.Validate(ctx, tc.attrs)
@@ -251,6 +279,9 @@ func TestValidatingPolicy(t *testing.T) {
 			}
 			if fmt.Sprint(warnings) != fmt.Sprint(tc.warnings) {
 				t.Errorf("warnings %q, want %q", warnings, tc.warnings)
+			}
+			if !strings.Contains(logs.String(), tc.wantLog) || (tc.wantLog == "" && logs.Len() > 0) {
+				t.Errorf("log %q, want %q", logs.String(), tc.wantLog)
 			}
 		})
 	}

@@ -48,6 +48,18 @@ import (
 // webhooks with reinvocationPolicy IfNeeded that ran before the change
 // are called again — upstream's rule, so that a webhook which depends
 // on another's output gets to see it.
+//
+// Configurations are read from the watch cache on every write and
+// compiled (selectors, CEL matchConditions) only when their
+// resourceVersions change (webhook_config.go). Webhooks never see writes
+// of webhook configurations or admission policies, so a broken webhook
+// cannot lock out its own repair.
+//
+// Versions: with matchPolicy Equivalent a rule naming another version
+// of the written resource (one served from the same storage, such as
+// autoscaling/v1 for a v2 HorizontalPodAutoscaler) matches; the webhook
+// is sent the object converted to the version it asked for, and its
+// patch is converted back.
 
 // WebhookConfig is what both webhook plugins read.
 type WebhookConfig struct {
@@ -65,31 +77,68 @@ type WebhookConfig struct {
 
 // whBase is what the two plugins share.
 type whBase struct {
-	cfg     WebhookConfig
-	source  *whSource
-	caller  *whCaller
-	byGR    map[schema.GroupResource][]ServedResource
-	byGVR   map[schema.GroupVersionResource]ServedResource
-	initErr error
+	cfg    WebhookConfig
+	source *whSource
+	caller *whCaller
+	byID   map[schema.GroupResource][]ServedResource // by storage identity
+	byGVR  map[schema.GroupVersionResource]ServedResource
 }
 
 func newWHBase(cfg WebhookConfig, gvr schema.GroupVersionResource, mutating bool) whBase {
 	b := whBase{cfg: cfg, source: &whSource{objects: cfg.Objects, gvr: gvr, mutating: mutating},
-		caller: &whCaller{objects: cfg.Objects}, byGR: map[schema.GroupResource][]ServedResource{},
+		caller: &whCaller{objects: cfg.Objects}, byID: map[schema.GroupResource][]ServedResource{},
 		byGVR: map[schema.GroupVersionResource]ServedResource{}}
 	for _, s := range cfg.Served {
-		b.byGR[s.Resource.GroupResource()] = append(b.byGR[s.Resource.GroupResource()], s)
+		b.byID[s.storageIdentity()] = append(b.byID[s.storageIdentity()], s)
 		b.byGVR[s.Resource] = s
 	}
 	return b
 }
 
+// equivalents returns the resources served from the same storage as gvr.
 func (b *whBase) equivalents(gvr schema.GroupVersionResource) []ServedResource {
-	return b.byGR[gvr.GroupResource()]
+	s, ok := b.byGVR[gvr]
+	if !ok {
+		return nil
+	}
+	return b.byID[s.storageIdentity()]
+}
+
+// convert translates obj from resource from to resource to, through
+// their common storage.
+func (b *whBase) convert(obj runtime.Object, from, to schema.GroupVersionResource) (runtime.Object, error) {
+	if obj == nil || from == to {
+		return obj, nil
+	}
+	f, t := b.byGVR[from], b.byGVR[to]
+	if f.ToStorage == nil && t.FromStorage == nil {
+		return nil, fmt.Errorf("no conversion from %s to %s", from, to)
+	}
+	if f.ToStorage != nil {
+		obj = f.ToStorage(obj)
+	}
+	if t.FromStorage != nil {
+		obj = t.FromStorage(obj)
+	}
+	return obj, nil
+}
+
+// prepare fills the invocation's objects, converted to the version the
+// hook matched.
+func (b *whBase) prepare(inv *whInvocation, a *Attributes) error {
+	var err error
+	if inv.object, err = b.convert(a.Object, a.Resource, inv.resource); err != nil {
+		return &whCallError{webhook: inv.hook.name, reason: err}
+	}
+	if inv.oldObject, err = b.convert(a.OldObject, a.Resource, inv.resource); err != nil {
+		return &whCallError{webhook: inv.hook.name, reason: err}
+	}
+	return nil
 }
 
 // whMatcher matches the hooks of one request; it reads the namespace
-// at most once.
+// at most once (a Namespace's own labels, which a mutating hook may
+// change, are read each time).
 type whMatcher struct {
 	b  *whBase
 	a  *Attributes
@@ -104,8 +153,8 @@ type whMatcher struct {
 func (m *whMatcher) nsLabels(ctx context.Context) whNamespaceLabels {
 	return func() (labels.Set, bool, error) {
 		if !m.ns.done {
-			m.ns.done = true
 			m.ns.set, m.ns.ok, m.ns.err = m.b.namespaceLabels(ctx, m.a)
+			m.ns.done = m.a.Resource != whNamespacesResource
 		}
 		return m.ns.set, m.ns.ok, m.ns.err
 	}
@@ -166,6 +215,8 @@ func (b *whBase) matching(ctx context.Context, a *Attributes) ([]*whInvocation, 
 	return out, nil
 }
 
+var whNamespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
 // namespaceLabels: a Namespace is judged by its own labels (those being
 // written, or, for a delete, the stored ones); a namespaced object by
 // its namespace's.
@@ -196,12 +247,17 @@ func (b *whBase) namespaceLabels(ctx context.Context, a *Attributes) (labels.Set
 	return labels.Set(ns.Labels), true, nil
 }
 
-// checkDryRun refuses a dry run to a hook that may have side effects.
+// whCheckDryRun refuses a dry run to a hook that may have side effects,
+// whatever its failurePolicy; a hook that does not say is a failure to
+// call it.
 func whCheckDryRun(h *whHook, a *Attributes) error {
 	if !a.DryRun {
 		return nil
 	}
-	if h.sideEffects == nil || (*h.sideEffects != admissionregistrationv1.SideEffectClassNone && *h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun) {
+	if h.sideEffects == nil {
+		return &whCallError{webhook: h.name, reason: errors.New("Webhook SideEffects is nil")}
+	}
+	if *h.sideEffects != admissionregistrationv1.SideEffectClassNone && *h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 		return whDryRunUnsupported(h.name)
 	}
 	return nil
@@ -291,9 +347,6 @@ func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
 		if rc.isReinvoke() && !st.reinvoke[h.uid] {
 			continue
 		}
-		if err := whCheckDryRun(h, a); err != nil {
-			return err
-		}
 		changed, err := p.callOne(ctx, inv, a)
 		if changed {
 			st.requireReinvoke()
@@ -324,9 +377,6 @@ func (p *MutatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 		return err
 	}
 	for _, inv := range invs {
-		if err := whCheckDryRun(inv.hook, a); err != nil {
-			return err
-		}
 		if _, err := p.callOne(ctx, inv, a); err != nil {
 			if err = whFailure(ctx, inv.hook, "mutating", err); err != nil {
 				return err
@@ -340,8 +390,14 @@ func (p *MutatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 // whether the object is different afterwards.
 func (p *MutatingWebhook) callOne(ctx context.Context, inv *whInvocation, a *Attributes) (bool, error) {
 	h := inv.hook
+	if err := whCheckDryRun(h, a); err != nil {
+		return false, err
+	}
 	if h.broken != nil {
 		return false, &whCallError{webhook: h.name, reason: h.broken}
+	}
+	if err := p.prepare(inv, a); err != nil {
+		return false, err
 	}
 	res, err := p.caller.call(ctx, inv, a, true)
 	if err != nil {
@@ -363,16 +419,17 @@ func (p *MutatingWebhook) callOne(ctx context.Context, inv *whInvocation, a *Att
 	if len(patch) == 0 {
 		return false, nil
 	}
-	if a.Object == nil || a.Operation == Delete {
+	if inv.object == nil || a.Operation == Delete {
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.name))
 	}
-	return p.applyPatch(patch, a)
+	return p.applyPatch(patch, inv, a)
 }
 
-// applyPatch patches the object in place: the API server holds on to
-// the pointer it passed in.
-func (p *MutatingWebhook) applyPatch(patch jsonpatch.Patch, a *Attributes) (bool, error) {
-	orig, err := whEncode(a.Object, a.Kind)
+// applyPatch patches the object as the webhook saw it (in the version
+// it matched), converts the result back to the request's version and
+// puts it in place: the API server holds on to the pointer it passed in.
+func (p *MutatingWebhook) applyPatch(patch jsonpatch.Patch, inv *whInvocation, a *Attributes) (bool, error) {
+	orig, err := whEncode(inv.object, inv.kind)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -380,29 +437,44 @@ func (p *MutatingWebhook) applyPatch(patch jsonpatch.Patch, a *Attributes) (bool
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
-	rv := reflect.ValueOf(a.Object)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false, apierrors.NewInternalError(fmt.Errorf("cannot patch an object of type %T", a.Object))
-	}
-	fresh := reflect.New(rv.Elem().Type()).Interface().(runtime.Object)
-	if u, ok := fresh.(*unstructured.Unstructured); ok {
-		err = u.UnmarshalJSON(patched)
-	} else {
-		err = sigsjson.UnmarshalCaseSensitivePreserveInts(patched, fresh)
-	}
+	fresh, err := whDecodeLike(inv.object, patched)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
+	}
+	if s, ok := p.byGVR[inv.resource]; ok && s.Default != nil && a.Subresource == "" {
+		s.Default(fresh)
+	}
+	if fresh, err = p.convert(fresh, inv.resource, a.Resource); err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	rv := reflect.ValueOf(a.Object)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || reflect.TypeOf(fresh) != rv.Type() {
+		return false, apierrors.NewInternalError(fmt.Errorf("cannot patch an object of type %T with one of %T", a.Object, fresh))
 	}
 	if _, ok := fresh.(*unstructured.Unstructured); !ok {
 		// Keep the type information the API server gave the object.
 		fresh.GetObjectKind().SetGroupVersionKind(a.Object.GetObjectKind().GroupVersionKind())
 	}
-	if s, ok := p.byGVR[a.Resource]; ok && s.Default != nil && a.Subresource == "" {
-		s.Default(fresh)
-	}
 	changed := !apiequality.Semantic.DeepEqual(a.Object, fresh)
 	rv.Elem().Set(reflect.ValueOf(fresh).Elem())
 	return changed, nil
+}
+
+// whDecodeLike decodes JSON into a new object of like's Go type, case
+// sensitively as the API server decodes.
+func whDecodeLike(like runtime.Object, data []byte) (runtime.Object, error) {
+	rv := reflect.ValueOf(like)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return nil, fmt.Errorf("cannot patch an object of type %T", like)
+	}
+	fresh := reflect.New(rv.Elem().Type()).Interface().(runtime.Object)
+	var err error
+	if u, ok := fresh.(*unstructured.Unstructured); ok {
+		err = u.UnmarshalJSON(data)
+	} else {
+		err = sigsjson.UnmarshalCaseSensitivePreserveInts(data, fresh)
+	}
+	return fresh, err
 }
 
 // ValidatingWebhook is the ValidatingAdmissionWebhook plugin.
@@ -421,11 +493,6 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 	invs, err := p.matching(ctx, a)
 	if err != nil || len(invs) == 0 {
 		return err
-	}
-	for _, inv := range invs {
-		if err := whCheckDryRun(inv.hook, a); err != nil {
-			return err
-		}
 	}
 	errs := make([]error, len(invs))
 	var wg sync.WaitGroup
@@ -448,8 +515,14 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 
 func (p *ValidatingWebhook) callOne(ctx context.Context, inv *whInvocation, a *Attributes) error {
 	h := inv.hook
+	if err := whCheckDryRun(h, a); err != nil {
+		return err
+	}
 	if h.broken != nil {
 		return &whCallError{webhook: h.name, reason: h.broken}
+	}
+	if err := p.prepare(inv, a); err != nil {
+		return err
 	}
 	res, err := p.caller.call(ctx, inv, a, false)
 	if err != nil {

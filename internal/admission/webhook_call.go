@@ -114,6 +114,14 @@ func (c *whCaller) client(caBundle []byte, serverName string) (*http.Client, err
 		c.transports = map[string]*http.Transport{}
 	}
 	t, ok := c.transports[key]
+	if !ok && len(c.transports) >= whMaxTransports {
+		// Configurations come and go with their CA bundles: rather than
+		// track which transports are still used, start over now and then.
+		for _, old := range c.transports {
+			old.CloseIdleConnections()
+		}
+		clear(c.transports)
+	}
 	if !ok {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 		if len(caBundle) > 0 {
@@ -136,15 +144,9 @@ func (c *whCaller) client(caBundle []byte, serverName string) (*http.Client, err
 	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
-// close drops idle connections; the plugin's owner calls it on
-// shutdown (tests).
-func (c *whCaller) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, t := range c.transports {
-		t.CloseIdleConnections()
-	}
-}
+// whMaxTransports bounds the transports kept for distinct CA bundles and
+// server names.
+const whMaxTransports = 64
 
 // endpoint returns the URL to POST to and the TLS server name: a URL
 // hook's own, or a service's address behind its cluster DNS name.
@@ -235,6 +237,7 @@ func (c *whCaller) resolveService(ctx context.Context, namespace, name string, p
 
 // whReview builds the AdmissionReview for one call.
 func whReview(inv *whInvocation, a *Attributes, version string) (*admissionv1.AdmissionReview, error) {
+	obj, old := inv.object, inv.oldObject
 	req := &admissionv1.AdmissionRequest{
 		UID:                types.UID(uuid.NewUUID()),
 		Kind:               metav1.GroupVersionKind(inv.kind),
@@ -248,8 +251,8 @@ func whReview(inv *whInvocation, a *Attributes, version string) (*admissionv1.Ad
 		Operation:          admissionv1.Operation(a.Operation),
 		DryRun:             new(a.DryRun),
 	}
-	if req.Name == "" && a.Object != nil {
-		if m, ok := a.Object.(metav1.Object); ok {
+	if req.Name == "" && obj != nil {
+		if m, ok := obj.(metav1.Object); ok {
 			req.Name = m.GetName()
 		}
 	}
@@ -264,11 +267,11 @@ func whReview(inv *whInvocation, a *Attributes, version string) (*admissionv1.Ad
 	}
 	var err error
 	if a.Operation != Delete {
-		if req.Object.Raw, err = whEncode(a.Object, a.Kind); err != nil {
+		if req.Object.Raw, err = whEncode(obj, inv.kind); err != nil {
 			return nil, err
 		}
 	}
-	if req.OldObject.Raw, err = whEncode(a.OldObject, a.Kind); err != nil {
+	if req.OldObject.Raw, err = whEncode(old, inv.kind); err != nil {
 		return nil, err
 	}
 	req.Options.Raw = whOptionsJSON(a)

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,14 +61,16 @@ type whSnapshot struct {
 	hooks    []*whHook
 }
 
-// whSource keeps the snapshot of one kind of configuration.
+// whSource keeps the snapshot of one kind of configuration. Writes
+// read the snapshot without a lock; a change is compiled once, under
+// the lock, by whichever write sees it first.
 type whSource struct {
 	objects  ObjectSource
 	gvr      schema.GroupVersionResource
 	mutating bool
 
-	mu   sync.Mutex
-	snap *whSnapshot
+	mu   sync.Mutex // held while compiling
+	snap atomic.Pointer[whSnapshot]
 }
 
 // hooks returns the hooks in force, ordered as upstream orders them: by
@@ -74,15 +78,21 @@ type whSource struct {
 func (s *whSource) hooks(ctx context.Context) ([]*whHook, error) {
 	objs, err := s.objects.ListObjects(ctx, s.gvr, "", false)
 	if err != nil {
-		return nil, err
+		// Fail closed: without the list, no one can say which webhooks
+		// a write owes a call.
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing %s: %w", s.gvr.Resource, err))
+	}
+	if snap := s.snap.Load(); snap != nil && whSameVersions(snap.versions, objs) {
+		return snap.hooks, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.snap != nil && whSameVersions(s.snap.versions, objs) {
-		return s.snap.hooks, nil
+	if snap := s.snap.Load(); snap != nil && whSameVersions(snap.versions, objs) {
+		return snap.hooks, nil
 	}
-	s.snap = whCompile(objs, s.mutating)
-	return s.snap.hooks, nil
+	snap := whCompile(objs, s.mutating)
+	s.snap.Store(snap)
+	return snap.hooks, nil
 }
 
 func whSameVersions(versions []string, objs []runtime.Object) bool {

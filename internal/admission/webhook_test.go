@@ -10,6 +10,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
 
@@ -570,6 +572,55 @@ func BenchmarkWebhookAdmission(b *testing.B) {
 				if err := admitAndValidate(ctx, chain, newPodAttrs()); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// matchPolicy Equivalent: a webhook registered for autoscaling/v1
+// HorizontalPodAutoscalers sees a write of autoscaling/v2 ones, as a v1
+// object, and its patch lands on the v2 object; with Exact it is not
+// called.
+func TestWebhookEquivalentVersionConverts(t *testing.T) {
+	srv := startHookServer(t)
+	srv.Handle("/hpa", addLabel("seen-as", "v1"))
+	hpaV2 := schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+	for _, policy := range []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Equivalent, admissionregistrationv1.Exact} {
+		t.Run(string(policy), func(t *testing.T) {
+			objs := &whObjects{}
+			cfg := mutatingConfig("hpa", hookSpec{name: "hpa.example.com", url: srv.URL + "/hpa", caBundle: srv.CABundle})
+			cfg.Webhooks[0].MatchPolicy = new(policy)
+			cfg.Webhooks[0].Rules[0].APIGroups = []string{"autoscaling"}
+			cfg.Webhooks[0].Rules[0].Resources = []string{"horizontalpodautoscalers"}
+			objs.put(mwcGVR, cfg)
+			chain := admission.NewChain(admission.NewMutatingWebhook(admission.WebhookConfig{Objects: objs,
+				Namespaces: whNamespaces{"default": {}}, Served: registry.WebhookServedResources()}))
+			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: new(int32(2)), MaxReplicas: 5,
+					ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+			before := len(srv.Reviews("/hpa"))
+			a := &admission.Attributes{Operation: admission.Create, Resource: hpaV2, Kind: hpaV2.GroupVersion().WithKind("HorizontalPodAutoscaler"),
+				Namespace: "default", Name: "web", Object: hpa}
+			if err := chain.Admit(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			calls := srv.Reviews("/hpa")[before:]
+			if policy == admissionregistrationv1.Exact {
+				if len(calls) != 0 || hpa.Labels != nil {
+					t.Fatalf("Exact: %d calls, labels %v", len(calls), hpa.Labels)
+				}
+				return
+			}
+			if len(calls) != 1 {
+				t.Fatalf("%d calls", len(calls))
+			}
+			r := calls[0]
+			if r.Kind.Version != "v1" || r.Resource.Version != "v1" || r.RequestKind.Version != "v2" || r.RequestResource.Version != "v2" ||
+				!strings.Contains(string(r.Object.Raw), `"apiVersion":"autoscaling/v1"`) {
+				t.Errorf("review: kind %v resource %v requestKind %v\n%s", r.Kind, r.Resource, r.RequestKind, r.Object.Raw)
+			}
+			if hpa.Labels["seen-as"] != "v1" || hpa.Spec.MaxReplicas != 5 || hpa.Spec.ScaleTargetRef.Name != "web" {
+				t.Errorf("v2 object after the patch: %+v", hpa)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ import (
 // applyRequest turns a patch request into a server-side apply: the
 // mutation merges the applied configuration into the live object, and a
 // missing object is created (not through a subresource, as upstream).
-func (h *resourceHandler) applyRequest(w http.ResponseWriter, r *http.Request, req updateRequest, namespace string, body []byte, opts writeOptions) updateRequest {
+func (h *resourceHandler) applyRequest(w http.ResponseWriter, req updateRequest, namespace string, body []byte, opts writeOptions) updateRequest {
 	req.applied = true
 	req.manager = opts.fieldManager
 	req.forceCreate = true

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 )
@@ -128,6 +131,48 @@ spec:
 			t.Errorf("kubectl's Apply entry does not own data.mode: %+v", got.ManagedFields)
 		}
 	})
+}
+
+// TestServerSideApplyClientGo applies with client-go's typed apply
+// configurations, and reads back what its manager owns with the extract
+// helpers, which read managedFields on the client.
+func TestServerSideApplyClientGo(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cms := c.Client.CoreV1().ConfigMaps("default")
+	opts := metav1.ApplyOptions{FieldManager: "settings-controller"}
+	cfg := applycorev1.ConfigMap("settings", "default").WithLabels(map[string]string{"team": "a"}).WithData(map[string]string{"mode": "fast"})
+	if _, err := cms.Apply(ctx, cfg, opts); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer adds a key; it is not the controller's.
+	if _, err := cms.Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"extra":"1"}}`), metav1.PatchOptions{FieldManager: "human"}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := cms.Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned, err := applycorev1.ExtractConfigMap(live, "settings-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(owned.Data, map[string]string{"mode": "fast"}) || owned.Labels["team"] != "a" {
+		t.Errorf("extracted %+v %+v, want only what the controller applied", owned.Data, owned.Labels)
+	}
+	// Applying without the key it no longer wants removes it; the other
+	// writer's key stays.
+	if _, err := cms.Apply(ctx, applycorev1.ConfigMap("settings", "default").WithLabels(map[string]string{"team": "a"}), opts); err != nil {
+		t.Fatal(err)
+	}
+	live, err = cms.Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(live.Data, map[string]string{"extra": "1"}) {
+		t.Errorf("data %v, want only the other writer's key", live.Data)
+	}
 }
 
 // ssaKubectl runs kubectl against the test cluster.

@@ -13,6 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -226,6 +229,37 @@ func TestManagedFieldsOnWrites(t *testing.T) {
 			t.Errorf("patcher's fields: %s", e.FieldsV1.Raw)
 		}
 	})
+	t.Run("the server's own creates are kube-apiserver's", func(t *testing.T) {
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "boot", Labels: map[string]string{"a": "b"}}}
+		if err := s.EnsureObjects(context.Background(), []runtime.Object{ns}); err != nil {
+			t.Fatal(err)
+		}
+		w := call{method: "GET", path: "/api/v1/namespaces/boot"}.must(t, s, http.StatusOK)
+		var got corev1.Namespace
+		decodeInto(t, w, &got)
+		if e := managerEntry(t, &got, "kube-apiserver", ""); !owns(t, e, "metadata", "labels", "a") {
+			t.Errorf("kube-apiserver's fields: %s", e.FieldsV1.Raw)
+		}
+	})
+	t.Run("scale write records the scale subresource", func(t *testing.T) {
+		call{method: "PATCH", path: deploymentsPath + "/sc?fieldManager=kubectl", media: mediaApplyPatchYAML,
+			body: deploymentYAML("sc", 1, "")}.must(t, s, http.StatusCreated)
+		call{method: "PATCH", path: deploymentsPath + "/sc/scale?fieldManager=scaler", media: mediaMergePatch,
+			body: `{"spec":{"replicas":4}}`}.must(t, s, http.StatusOK)
+		w := call{method: "GET", path: deploymentsPath + "/sc"}.must(t, s, http.StatusOK)
+		var got appsv1.Deployment
+		decodeInto(t, w, &got)
+		if e := managerEntry(t, &got, "scaler", "scale"); !owns(t, e, "spec", "replicas") || e.APIVersion != "apps/v1" {
+			t.Errorf("scaler's entry %+v %s", e, e.FieldsV1.Raw)
+		}
+		// The applier lost replicas to the scaler: applying it again is a
+		// conflict naming the scale writer.
+		w = call{method: "PATCH", path: deploymentsPath + "/sc?fieldManager=kubectl", media: mediaApplyPatchYAML,
+			body: deploymentYAML("sc", 2, "")}.must(t, s, http.StatusConflict)
+		if st := statusOf(t, w); st.Message != `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using apps/v1: .spec.replicas` {
+			t.Errorf("conflict %q", st.Message)
+		}
+	})
 	t.Run("status write records the status subresource", func(t *testing.T) {
 		call{method: "PATCH", path: deploymentsPath + "/st?fieldManager=kubectl", media: mediaApplyPatchYAML,
 			body: deploymentYAML("st", 1, "")}.must(t, s, http.StatusCreated)
@@ -425,6 +459,12 @@ func TestServerSideApply(t *testing.T) {
 		body := strings.Replace(deploymentYAML("mf", 1, ""), "  name: mf\n", "  name: mf\n  managedFields: [{manager: x}]\n", 1)
 		apply("mf", "fieldManager=kubectl", body).must(t, s, http.StatusBadRequest)
 	})
+	t.Run("an empty body is refused", func(t *testing.T) {
+		w := apply("empty", "fieldManager=kubectl", "").must(t, s, http.StatusBadRequest)
+		if st := statusOf(t, w); !strings.Contains(st.Message, "invalid object type: /, Kind=") {
+			t.Errorf("message %q", st.Message)
+		}
+	})
 	t.Run("wrong apiVersion is refused", func(t *testing.T) {
 		body := strings.Replace(deploymentYAML("ver", 1, ""), "apps/v1", "apps/v1beta2", 1)
 		w := apply("ver", "fieldManager=kubectl", body).must(t, s, http.StatusBadRequest)
@@ -543,6 +583,78 @@ func TestUnmarshalApplied(t *testing.T) {
 			gotStrict, wantStrict := strictApplied([]byte(tc.body)), yaml.UnmarshalStrict([]byte(tc.body), &map[string]interface{}{})
 			if (gotStrict == nil) != (wantStrict == nil) || (gotStrict != nil && gotStrict.Error() != wantStrict.Error()) {
 				t.Errorf("strict error %v, want %v", gotStrict, wantStrict)
+			}
+		})
+	}
+}
+
+// TestCustomResourceFieldManagement tracks and applies unstructured
+// objects of a resource without a schema of its own: the deduced one.
+func TestCustomResourceFieldManagement(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	h := &resourceHandler{gvk: gvk, res: &registry.Resource{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets",
+		CustomResource: true, HasStatus: true, New: func() runtime.Object { return &unstructured.Unstructured{} }}}
+	next := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w", "namespace": "default"},
+		"spec":     map[string]interface{}{"size": int64(1)},
+		"status":   map[string]interface{}{"ready": true},
+	}}
+	out := h.trackUpdate(h.emptyObject(), next, "creator", "")
+	e := managerEntry(t, objectMeta(out), "creator", "")
+	if !owns(t, e, "spec", "size") || owns(t, e, "status", "ready") {
+		t.Errorf("creator's fields: %s", e.FieldsV1.Raw)
+	}
+	fm, err := h.fieldManager("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := out.(*unstructured.Unstructured)
+	live.SetUID("uid-1")
+	applied := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": "w"},
+		"spec":     map[string]interface{}{"size": int64(2)},
+	}}
+	if _, err := fm.Apply(live, applied, "applier", false); err == nil || !strings.Contains(err.Error(), `conflict with "creator"`) {
+		t.Errorf("apply over the creator's field: %v", err)
+	}
+	res, err := fm.Apply(live, applied, "applier", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, _, _ := unstructured.NestedInt64(res.(*unstructured.Unstructured).Object, "spec", "size"); size != 2 {
+		t.Errorf("spec.size %d after a forced apply", size)
+	}
+}
+
+// TestAdmissionCannotCorruptManagedFields checks that what mutating
+// admission does to managedFields is undone when it leaves them invalid,
+// and kept otherwise.
+func TestAdmissionCannotCorruptManagedFields(t *testing.T) {
+	valid := metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}
+	other := valid
+	other.Manager = "webhook"
+	broken := valid
+	broken.Operation = "Bogus"
+	cases := []struct {
+		name  string
+		admit func(*corev1.ConfigMap)
+		want  string
+	}{
+		{"untouched", func(*corev1.ConfigMap) {}, "m"},
+		{"replaced validly", func(cm *corev1.ConfigMap) { cm.ManagedFields = []metav1.ManagedFieldsEntry{other} }, "webhook"},
+		{"corrupted", func(cm *corev1.ConfigMap) { cm.ManagedFields = []metav1.ManagedFieldsEntry{broken} }, "m"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{valid}}}
+			if err := admitKeepingManagedFields(cm, func() error { tc.admit(cm); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(cm.ManagedFields) != 1 || cm.ManagedFields[0].Manager != tc.want || cm.ManagedFields[0].Operation != metav1.ManagedFieldsOperationUpdate {
+				t.Errorf("managedFields %+v, want %s's", cm.ManagedFields, tc.want)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func (c *crdController) run(ctx context.Context) {
 		c.crds.cache.mu.RLock()
 		notify := c.crds.cache.notify
 		c.crds.cache.mu.RUnlock()
-		c.reconcile(ctx)
+		c.reconcile(ctx, true)
 		select {
 		case <-ctx.Done():
 			return
@@ -140,7 +140,10 @@ func (c *crdController) stopAll() {
 	}
 }
 
-func (c *crdController) reconcile(ctx context.Context) {
+// reconcile serves what the definitions say and, with writes, records it
+// in their status. Start runs one pass without writes, so that the
+// resources of existing definitions are served when the server is.
+func (c *crdController) reconcile(ctx context.Context, writes bool) {
 	items, _ := c.crds.cache.list("", nil)
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(items))
 	for _, o := range items {
@@ -177,6 +180,9 @@ func (c *crdController) reconcile(ctx context.Context) {
 	if changed {
 		c.publish()
 		changed = false
+	}
+	if !writes {
+		return
 	}
 	for _, crd := range crds {
 		conflict := conflicts[crd.Name]
@@ -467,6 +473,21 @@ func crdResource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	}
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		res.Scale = crdScale(v.Subresources.Scale)
+	}
+	// Reads go through the schema as well, as upstream: an object stored
+	// before the schema gained a default or dropped a field is served as
+	// the schema says now. The view is the resource's own keys; the
+	// decoded object is fresh and private, so it is pruned and defaulted
+	// in place.
+	res.Storage = &registry.StorageView{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural, Kind: names.Kind,
+		New:       res.New,
+		ToStorage: func(obj runtime.Object) runtime.Object { return obj }, // encoded, never changed
+		FromStorage: func(obj runtime.Object) runtime.Object {
+			u := obj.(*unstructured.Unstructured)
+			sch.Prune(u.Object)
+			sch.Default(u.Object)
+			return u
+		},
 	}
 	return res, cv, nil
 }

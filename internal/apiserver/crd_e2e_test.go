@@ -407,6 +407,92 @@ spec: {size: 2, color: blue}
 		}
 	})
 
+	t.Run("selectors and pagination", func(t *testing.T) {
+		r := dyn.Resource(widgets).Namespace("default")
+		for i, tier := range []string{"gold", "gold", "silver"} {
+			w := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "example.com/v1", "kind": "Widget",
+				"metadata": map[string]interface{}{"name": fmt.Sprintf("sel-%d", i), "labels": map[string]interface{}{"tier": tier}},
+				"spec":     map[string]interface{}{"size": int64(1)}}}
+			if _, err := r.Create(ctx, w, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gold, err := r.List(ctx, metav1.ListOptions{LabelSelector: "tier=gold"})
+		if err != nil || len(gold.Items) != 2 {
+			t.Errorf("label selector: %d items, %v; want 2", len(gold.Items), err)
+		}
+		one, err := r.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=sel-2"})
+		if err != nil || len(one.Items) != 1 || one.Items[0].GetName() != "sel-2" {
+			t.Errorf("field selector: %v, %v", one, err)
+		}
+		if _, err := r.List(ctx, metav1.ListOptions{FieldSelector: "spec.size=1"}); !apierrors.IsBadRequest(err) {
+			t.Errorf("field selector on an undeclared field: %v, want 400", err)
+		}
+		var names []string
+		opts := metav1.ListOptions{LabelSelector: "tier", Limit: 1}
+		for pages := 0; pages < 5; pages++ {
+			page, err := r.List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				names = append(names, it.GetName())
+			}
+			if opts.Continue = page.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+		if strings.Join(names, ",") != "sel-0,sel-1,sel-2" {
+			t.Errorf("paginated list: %v", names)
+		}
+		// Custom resources have no protobuf form: 406 when it is all the
+		// client takes, JSON when it takes that too.
+		err = c.Client.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces/default/widgets/sel-2").
+			SetHeader("Accept", "application/vnd.kubernetes.protobuf").Do(ctx).Error()
+		if !apierrors.IsNotAcceptable(err) {
+			t.Errorf("protobuf-only get: %v, want 406", err)
+		}
+		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces/default/widgets/sel-2").
+			SetHeader("Accept", "application/vnd.kubernetes.protobuf, application/json").DoRaw(ctx)
+		if err != nil || !strings.HasPrefix(string(body), "{") {
+			t.Errorf("protobuf-or-json get: %v %.40q", err, body)
+		}
+		// YAML and pretty lists are built as a list object, not spliced.
+		yamlList, err := c.Client.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces/default/widgets").
+			Param("labelSelector", "tier=silver").SetHeader("Accept", "application/yaml").DoRaw(ctx)
+		if err != nil || !strings.Contains(string(yamlList), "kind: WidgetList") || !strings.Contains(string(yamlList), "name: sel-2") {
+			t.Errorf("YAML list: %v\n%s", err, yamlList)
+		}
+		if err := r.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "tier=gold"}); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := r.List(ctx, metav1.ListOptions{LabelSelector: "tier"}); err != nil || len(left.Items) != 1 {
+			t.Errorf("after deletecollection of gold: %v %v", left, err)
+		}
+	})
+
+	t.Run("definition update re-serves", func(t *testing.T) {
+		patch := `[{"op":"add","path":"/spec/versions/0/additionalPrinterColumns/-","value":{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}},
+			{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/shape","value":{"type":"string","default":"round"}}]`
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, "widgets.example.com", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			out = k.ok(t, "", "get", "widget", "w1", "-n", "default")
+			return strings.Contains(out, "REPLICAS"), nil
+		})
+		if err != nil {
+			t.Errorf("new printer column not served:\n%s", out)
+		}
+		// A default added later applies to stored objects when read.
+		w, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "w1", metav1.GetOptions{})
+		if shape, _, _ := unstructured.NestedString(w.Object, "spec", "shape"); err != nil || shape != "round" {
+			t.Errorf("w1 after a default was added: shape %q, err %v", shape, err)
+		}
+	})
+
 	t.Run("name conflict", func(t *testing.T) {
 		dup := strings.NewReplacer("widgets.example.com", "gizmos.example.com", "plural: widgets", "plural: gizmos",
 			"singular: widget", "singular: gizmo", "shortNames: [wg]", "shortNames: [gz]").Replace(widgetCRD)

@@ -157,6 +157,19 @@ func buildCRDOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition) *crdOpenA
 			}
 		}
 	}
+	// apiextensions.k8s.io/v1 itself.
+	self := &gvDoc{paths: map[string]interface{}{}, schemas: apiextensionsSchemas("#/components/schemas/")}
+	for k, m := range meta {
+		self.schemas[k] = m
+	}
+	model, listModel := apiextensionsModelPrefix+"CustomResourceDefinition", apiextensionsModelPrefix+"CustomResourceDefinitionList"
+	crdPaths(self.paths, crdSelf, &crdSelf.Spec.Versions[0], model, listModel, false)
+	byGV["apis/apiextensions.k8s.io/v1"] = self
+	for name, s := range apiextensionsSchemas("#/definitions/") {
+		out.v2Defs[name] = s
+	}
+	crdPaths(out.v2Paths, crdSelf, &crdSelf.Spec.Versions[0], model, listModel, true)
+
 	for key, d := range byGV {
 		doc := map[string]interface{}{
 			"openapi":    "3.0.0",
@@ -333,7 +346,7 @@ func (s *Server) serveCRDOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 	if s.crd == nil {
 		return false
 	}
-	docs := s.crd.openapi.Load()
+	docs := s.crd.openAPIDocs()
 	if docs == nil || len(docs.docs) == 0 {
 		return false
 	}
@@ -444,4 +457,20 @@ func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) ([]byte, s
 	}
 	sum := sha512.Sum512(data)
 	return data, `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
+}
+
+// openAPIDocs returns the current documents, building them on first use
+// when no definition has been published yet.
+func (c *crdController) openAPIDocs() *crdOpenAPI {
+	if docs := c.openapi.Load(); docs != nil {
+		return docs
+	}
+	c.openapiMu.Lock()
+	defer c.openapiMu.Unlock()
+	if docs := c.openapi.Load(); docs != nil {
+		return docs
+	}
+	docs := buildCRDOpenAPI(nil)
+	c.openapi.Store(docs)
+	return docs
 }

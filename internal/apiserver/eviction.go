@@ -37,14 +37,14 @@ const (
 	evictionMaxDisruptedPods = 2000
 	// evictionRetries bounds the rounds of an eviction that keeps losing
 	// races against writes of the pod.
-	evictionRetries = 20
+	evictionRetries    = 20
 	evictionRetryDelay = 500 * time.Millisecond
 )
 
 var (
-	evictionGVK        = policyv1.SchemeGroupVersion.WithKind("Eviction")
-	evictionV1beta1GVK = policyv1beta1.SchemeGroupVersion.WithKind("Eviction")
-	evictionPDBResource        = schema.GroupResource{Group: "policy", Resource: "poddisruptionbudget"}
+	evictionGVK         = policyv1.SchemeGroupVersion.WithKind("Eviction")
+	evictionV1beta1GVK  = policyv1beta1.SchemeGroupVersion.WithKind("Eviction")
+	evictionPDBResource = schema.GroupResource{Group: "policy", Resource: "poddisruptionbudget"}
 )
 
 // evictionTooManyRequests is the 429 for a budget whose state the server

@@ -103,6 +103,35 @@ func TestEviction(t *testing.T) {
 		}
 	})
 
+	t.Run("unhealthy pod eviction policy", func(t *testing.T) {
+		ns := controllertest.CreateNamespace(t, cs, "evict-unhealthy")
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "ready", "sim-0", 0, subShortGrace))
+		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "stuck", "sim-0", 0, subShortGrace, controllertest.NeverReady))
+		subCreateBudget(ctx, t, cs, ns, "web", intstr.FromInt32(2))
+		subWaitBudget(ctx, t, cs, ns, "web", 0, 1, 2)
+		// IfHealthyBudget (the default): the budget is short, so even the
+		// unready pod must stay.
+		if err := subEvict(ctx, cs, ns, "stuck", nil); !apierrors.IsTooManyRequests(err) {
+			t.Errorf("evicting the unready pod under IfHealthyBudget: %v, want 429", err)
+		}
+		pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		always := policyv1.AlwaysAllow
+		pdb.Spec.UnhealthyPodEvictionPolicy = &always
+		if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		subWaitBudget(ctx, t, cs, ns, "web", 0, 1, 2)
+		if err := subEvict(ctx, cs, ns, "stuck", nil); err != nil {
+			t.Errorf("evicting the unready pod under AlwaysAllow: %v", err)
+		}
+		if err := subEvict(ctx, cs, ns, "ready", nil); !apierrors.IsTooManyRequests(err) {
+			t.Errorf("evicting the ready pod: %v, want 429", err)
+		}
+	})
+
 	t.Run("two budgets", func(t *testing.T) {
 		ns := controllertest.CreateNamespace(t, cs, "evict-two")
 		controllertest.CreatePod(t, cs, controllertest.WebPod(ns, "web-0", "sim-1", 0))
@@ -125,6 +154,15 @@ func TestEviction(t *testing.T) {
 			Body(subJSON(t, ev)).SetHeader("Content-Type", "application/json").Do(ctx).Error()
 		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "name in URL does not match name in Eviction object") {
 			t.Errorf("eviction naming another pod: %v", err)
+		}
+		// policy/v1beta1 bodies are still accepted, as upstream.
+		controllertest.CreatePod(t, cs, controllertest.WebPod("default", "old-client", "", 0))
+		body := `{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"old-client","namespace":"default"}}`
+		res := cs.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("old-client").SubResource("eviction").
+			Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx)
+		var code int
+		if res.StatusCode(&code); res.Error() != nil || code != 201 {
+			t.Errorf("v1beta1 eviction: %d %v, want 201", code, res.Error())
 		}
 	})
 
@@ -214,7 +252,26 @@ func subSetMinAvailable(ctx context.Context, t *testing.T, cs kubernetes.Interfa
 	}
 }
 
-// waitAllowed waits until the disruption controller has seen the budget's
+// subWaitBudget waits until the disruption controller reports the
+// budget's spec observed with these counts.
+func subWaitBudget(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, allowed, healthy, expected int32) {
+	t.Helper()
+	var pdb *policyv1.PodDisruptionBudget
+	for ctx.Err() == nil {
+		var err error
+		if pdb, err = cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st := pdb.Status
+		if st.ObservedGeneration == pdb.Generation && st.DisruptionsAllowed == allowed && st.CurrentHealthy == healthy && st.ExpectedPods == expected {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("budget %s/%s never reached allowed %d healthy %d expected %d: %+v", ns, name, allowed, healthy, expected, pdb.Status)
+}
+
+// subWaitAllowed waits until the disruption controller has seen the budget's
 // spec and all its pods ready, and allows want disruptions.
 func subWaitAllowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, want int32) {
 	t.Helper()

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
@@ -73,6 +75,7 @@ func (h *resourceHandler) fieldManager(subresource string) (*managedfields.Field
 	if err != nil {
 		return nil, err
 	}
+	tc = lazyTypeConverter{tc}
 	sc := &resourceScheme{gvk: h.gvk, res: h.res}
 	reset := resetFilters(h.res, h.gvk.GroupVersion(), subresource)
 	newFM := managedfields.NewDefaultFieldManager
@@ -214,6 +217,13 @@ func (s *resourceScheme) Convert(in, out, context interface{}) error {
 // other is not registered. Custom resources stay unstructured, and change
 // version by changing apiVersion, as a CRD with conversion None does.
 func (s *resourceScheme) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	if l, ok := in.(*lazyObject); ok {
+		obj, err := l.materialize()
+		if err != nil {
+			return nil, err
+		}
+		in = obj
+	}
 	from := in.GetObjectKind().GroupVersionKind()
 	if from.Empty() {
 		from = s.gvk
@@ -357,18 +367,103 @@ func sameButManagedTimes(next, cur runtime.Object) bool {
 // against outdated webhooks.
 func admitKeepingManagedFields(obj runtime.Object, admit func() error) error {
 	m := objectMeta(obj)
-	before := m.GetManagedFields()
+	before := slices.Clone(m.GetManagedFields())
 	if err := admit(); err != nil {
 		return err
 	}
 	m = objectMeta(obj)
-	if err := managedfields.ValidateManagedFields(m.GetManagedFields()); err != nil {
+	after := m.GetManagedFields()
+	// Decoding every entry to validate it costs more than the rest of
+	// admission on a small object: do it only when admission touched them.
+	if sameEntries(before, after) {
+		return nil
+	}
+	if err := managedfields.ValidateManagedFields(after); err != nil {
 		m.SetManagedFields(before)
 	}
 	return nil
 }
 
+// sameEntries reports whether b holds a's entries, unreplaced.
+func sameEntries(a, b []metav1.ManagedFieldsEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Manager != y.Manager || x.Operation != y.Operation || x.APIVersion != y.APIVersion ||
+			x.FieldsType != y.FieldsType || x.Subresource != y.Subresource || x.Time != y.Time || x.FieldsV1 != y.FieldsV1 {
+			return false
+		}
+	}
+	return true
+}
+
 // requestManager is the manager a subresource write records.
 func requestManager(r *http.Request) string {
 	return managerName(r.URL.Query().Get("fieldManager"), r.UserAgent())
+}
+
+// lazyTypeConverter defers TypedToObject until the object is needed. The
+// field manager turns the live object back into an unstructured one once
+// per manager on every write only to read its apiVersion (to see whether
+// that manager's entry needs converting: for a resource with one version,
+// never), which was a third of what field management cost; a lazyObject
+// answers that from the typed value, and becomes an object only when
+// converted (resourceScheme.ConvertToVersion) or copied.
+type lazyTypeConverter struct{ managedfields.TypeConverter }
+
+func (c lazyTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if l, ok := obj.(*lazyObject); ok {
+		if l.obj == nil && l.err == nil {
+			return l.tv, nil
+		}
+		// Once an object, it may have been changed: convert that.
+		if obj, err := l.materialize(); err != nil {
+			return nil, err
+		} else {
+			return c.TypeConverter.ObjectToTyped(obj, opts...)
+		}
+	}
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
+}
+
+func (c lazyTypeConverter) TypedToObject(tv *typed.TypedValue) (runtime.Object, error) {
+	l := &lazyObject{tv: tv, tc: c.TypeConverter}
+	if v := tv.AsValue(); v.IsMap() {
+		m := v.AsMap()
+		if av, ok := m.Get("apiVersion"); ok && av.IsString() {
+			l.meta.APIVersion = av.AsString()
+		}
+		if k, ok := m.Get("kind"); ok && k.IsString() {
+			l.meta.Kind = k.AsString()
+		}
+	}
+	return l, nil
+}
+
+// lazyObject is a typed value that becomes an object on first use.
+type lazyObject struct {
+	tv   *typed.TypedValue
+	tc   managedfields.TypeConverter
+	meta metav1.TypeMeta
+	obj  runtime.Object
+	err  error
+}
+
+func (l *lazyObject) materialize() (runtime.Object, error) {
+	if l.obj == nil && l.err == nil {
+		l.obj, l.err = l.tc.TypedToObject(l.tv)
+	}
+	return l.obj, l.err
+}
+
+func (l *lazyObject) GetObjectKind() schema.ObjectKind { return &l.meta }
+
+func (l *lazyObject) DeepCopyObject() runtime.Object {
+	obj, err := l.materialize()
+	if err != nil {
+		return &lazyObject{tv: l.tv, tc: l.tc, meta: l.meta, err: err}
+	}
+	return obj.DeepCopyObject()
 }

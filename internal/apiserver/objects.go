@@ -14,7 +14,7 @@ import (
 // created a moment ago may not be cached yet. It returns nil, nil when
 // there is none. A cached object is shared: callers must not modify it.
 func (s *Server) GetObject(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	h, ok := s.handlers[gvr]
+	h, ok := s.handlerFor(gvr)
 	if !ok {
 		return nil, fmt.Errorf("resource %s is not served", gvr)
 	}
@@ -36,7 +36,7 @@ func (s *Server) GetObject(ctx context.Context, gvr schema.GroupVersionResource,
 // catch up in time. The objects are shared: callers must not modify
 // them.
 func (s *Server) ListObjects(ctx context.Context, gvr schema.GroupVersionResource, namespace string, fresh bool) ([]runtime.Object, error) {
-	h, ok := s.handlers[gvr]
+	h, ok := s.handlerFor(gvr)
 	if !ok {
 		return nil, fmt.Errorf("resource %s is not served", gvr)
 	}

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 )
 
 // Patch media types.
@@ -103,7 +105,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, namespac
 		},
 	}
 	if patchType == mediaApplyPatchYAML {
-		req = h.applyRequest(w, r, req, namespace, patchBody, opts)
+		req = h.applyRequest(w, req, namespace, patchBody, opts)
 	}
 	out, created, err := h.guaranteedUpdate(r.Context(), req)
 	if err != nil {
@@ -121,19 +123,26 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, namespac
 // preconditioned when the patch itself changed metadata.resourceVersion.
 func (h *resourceHandler) patchObject(w http.ResponseWriter, r *http.Request, cur runtime.Object, patchType string, patchBody []byte) (runtime.Object, bool, error) {
 	curRV := objectMeta(cur).GetResourceVersion()
-	original, err := json.Marshal(cur)
-	if err != nil {
-		return nil, false, err
-	}
-	typ := h.res.New()
-	typ.GetObjectKind().SetGroupVersionKind(h.gvk)
-	patched, err := applyPatch(patchType, original, patchBody, typ)
-	if err != nil {
-		return nil, false, err
-	}
-	next, err := h.decodePatched(w, r, patchType, patched, patchBody)
-	if err != nil {
-		return nil, false, err
+	var next runtime.Object
+	if patchType == mediaStrategicPatch && !h.res.CustomResource {
+		var err error
+		if next, err = h.strategicPatch(w, r, cur, patchBody); err != nil {
+			return nil, false, err
+		}
+	} else {
+		original, err := json.Marshal(cur)
+		if err != nil {
+			return nil, false, err
+		}
+		typ := h.res.New()
+		typ.GetObjectKind().SetGroupVersionKind(h.gvk)
+		patched, err := applyPatch(patchType, original, patchBody, typ)
+		if err != nil {
+			return nil, false, err
+		}
+		if next, err = h.decodePatched(w, r, patchType, patched, patchBody); err != nil {
+			return nil, false, err
+		}
 	}
 	m := objectMeta(next)
 	if m.GetName() != objectMeta(cur).GetName() {
@@ -143,6 +152,82 @@ func (h *resourceHandler) patchObject(w http.ResponseWriter, r *http.Request, cu
 		return nil, false, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return next, m.GetResourceVersion() != curRV, nil
+}
+
+// strategicPatch applies a strategic merge patch the way upstream does, on
+// the object's map form rather than its JSON (which saves encoding and
+// decoding the whole object, a third of the patch's cost on a large pod),
+// with upstream's field validation: unknown or duplicate fields are, under
+// Strict, a 422 on the patch and, under Warn, warnings.
+func (h *resourceHandler) strategicPatch(w http.ResponseWriter, r *http.Request, cur runtime.Object, patchBody []byte) (_ runtime.Object, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = apierrors.NewBadRequest(fmt.Sprintf("unable to apply the patch: %v", p))
+		}
+	}()
+	mode := r.URL.Query().Get("fieldValidation")
+	checkFields := mode != metav1.FieldValidationIgnore
+	patchMap := map[string]interface{}{}
+	var strictErrs []error
+	if checkFields {
+		if strictErrs, err = kjson.UnmarshalStrict(patchBody, &patchMap); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	} else if err = kjson.UnmarshalCaseSensitivePreserveInts(patchBody, &patchMap); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+	if err != nil {
+		return nil, err
+	}
+	schemaObj := h.res.New()
+	schemaObj.GetObjectKind().SetGroupVersionKind(h.gvk)
+	patched, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, schemaObj)
+	if err != nil {
+		return nil, strategicPatchError(err, patchBody)
+	}
+	invalid := func(err error) error {
+		return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
+	}
+	obj := h.res.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, obj, checkFields); err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case !isStrict:
+			return nil, invalid(err)
+		case mode == metav1.FieldValidationStrict:
+			return nil, invalid(runtime.NewStrictDecodingError(append(strictErrs, strictErr.Errors()...)))
+		}
+		strictErrs = append(strictErrs, strictErr.Errors()...)
+	}
+	if len(strictErrs) > 0 {
+		if mode == metav1.FieldValidationStrict {
+			return nil, invalid(runtime.NewStrictDecodingError(strictErrs))
+		}
+		for _, e := range strictErrs {
+			addWarning(w, e.Error())
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(h.gvk)
+	return obj, nil
+}
+
+// strategicPatchError answers a patch the merge could not apply: a
+// malformed patch is a 400, one the merge cannot honour a 422, as upstream
+// sorts them.
+func strategicPatchError(err error, patchBody []byte) error {
+	for _, bad := range []error{mergepatch.ErrBadJSONDoc, mergepatch.ErrBadPatchFormatForPrimitiveList, mergepatch.ErrBadPatchFormatForRetainKeys,
+		mergepatch.ErrBadPatchFormatForSetElementOrderList, mergepatch.ErrUnsupportedStrategicMergePatchFormat} {
+		if errors.Is(err, bad) {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	}
+	for _, unprocessable := range []error{mergepatch.ErrNoListOfLists, mergepatch.ErrPatchContentNotMatchRetainKeys} {
+		if errors.Is(err, unprocessable) {
+			return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	}
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchBody), err.Error())})
 }
 
 // decodePatched decodes the patched object with the request's field

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -168,9 +169,12 @@ func (h *resourceHandler) protoList(gvk schema.GroupVersionKind, items []*cacheO
 // be spliced (YAML, pretty JSON).
 func (h *resourceHandler) typedList(items []*cacheObject, lm metav1.ListMeta) (runtime.Object, error) {
 	listGVK := h.gvk.GroupVersion().WithKind(h.gvk.Kind + "List")
-	list, err := h.s.codecs.scheme.New(listGVK)
-	if err != nil {
-		return nil, err
+	var list runtime.Object = &unstructured.UnstructuredList{Object: map[string]interface{}{}} // custom resources
+	if h.custom == nil {
+		var err error
+		if list, err = h.s.codecs.scheme.New(listGVK); err != nil {
+			return nil, err
+		}
 	}
 	objs := make([]runtime.Object, len(items))
 	for i, o := range items {
@@ -179,8 +183,12 @@ func (h *resourceHandler) typedList(items []*cacheObject, lm metav1.ListMeta) (r
 	if err := meta.SetList(list, objs); err != nil {
 		return nil, err
 	}
-	list.(metav1.ListMetaAccessor).GetListMeta().SetResourceVersion(lm.ResourceVersion)
-	list.(metav1.ListMetaAccessor).GetListMeta().SetContinue(lm.Continue)
+	la, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	la.SetResourceVersion(lm.ResourceVersion)
+	la.SetContinue(lm.Continue)
 	list.GetObjectKind().SetGroupVersionKind(listGVK)
 	return list, nil
 }

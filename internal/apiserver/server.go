@@ -214,6 +214,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	if s.crd != nil {
+		s.crd.reconcile(ctx, false)
 		go s.crd.run(ctx)
 	}
 	return nil

@@ -36,9 +36,9 @@ type NodeConnector interface {
 	// Kubelet serves a request to the kubelet of node at path (e.g.
 	// /containerLogs/{ns}/{pod}/{container}) with the given query.
 	Kubelet(w http.ResponseWriter, r *http.Request, node *corev1.Node, path string, query url.Values)
-	// Pod serves a request to a pod's (or a service endpoint's) address,
-	// "ip:port", at path: the pod and service proxies.
-	Pod(w http.ResponseWriter, r *http.Request, address, path string)
+	// Pod serves a request to a pod (or a service endpoint) at target,
+	// scheme://ip[:port]/path?query: the pod and service proxies.
+	Pod(w http.ResponseWriter, r *http.Request, target *url.URL)
 }
 
 // streamKubeletPort is where a kubelet serves when its node reports no port.
@@ -54,8 +54,8 @@ func (c streamNoNode) Kubelet(w http.ResponseWriter, r *http.Request, node *core
 			streamMethod(r), u.String(), node.Name)}})
 }
 
-func (c streamNoNode) Pod(w http.ResponseWriter, r *http.Request, address, path string) {
-	c.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s%s: the API server has no route to the pod network", address, path)))
+func (c streamNoNode) Pod(w http.ResponseWriter, r *http.Request, target *url.URL) {
+	c.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s: the API server has no route to the pod network", target)))
 }
 
 // streamMethod names the request the server would make, as the Go HTTP
@@ -363,10 +363,15 @@ func (h *resourceHandler) streamExec(w http.ResponseWriter, r *http.Request, inf
 func (h *resourceHandler) streamProxy(w http.ResponseWriter, r *http.Request, info *requestInfo, namespace string) {
 	name, port, _ := strings.Cut(info.Name, ":")
 	// A scheme may prefix the name: https:web:443.
-	if scheme, rest, ok := strings.Cut(info.Name, ":"); ok && (scheme == "http" || scheme == "https") {
+	scheme := "http"
+	if s, rest, ok := strings.Cut(info.Name, ":"); ok && (s == "http" || s == "https") {
+		scheme = s
 		name, port, _ = strings.Cut(rest, ":")
 	}
 	path := "/" + strings.Join(info.Parts[min(3, len(info.Parts)):], "/")
+	target := func(addr string) *url.URL {
+		return &url.URL{Scheme: scheme, Host: addr, Path: path, RawQuery: r.URL.RawQuery}
+	}
 	ctx := r.Context()
 	switch h.res.Resource {
 	case "nodes":
@@ -390,14 +395,14 @@ func (h *resourceHandler) streamProxy(w http.ResponseWriter, r *http.Request, in
 		if port != "" {
 			addr = net.JoinHostPort(addr, port)
 		}
-		h.s.nodeConnector().Pod(w, r, addr, path)
+		h.s.nodeConnector().Pod(w, r, target(addr))
 	case "services":
 		addr, err := h.streamServiceEndpoint(ctx, namespace, name, port)
 		if err != nil {
 			h.s.writeError(w, r, err)
 			return
 		}
-		h.s.nodeConnector().Pod(w, r, addr, path)
+		h.s.nodeConnector().Pod(w, r, target(addr))
 	}
 }
 
@@ -412,6 +417,9 @@ func (h *resourceHandler) streamServiceEndpoint(ctx context.Context, namespace, 
 	svc := obj.(*corev1.Service)
 	sh := h.s.handlers[discoveryv1.SchemeGroupVersion.WithResource("endpointslices")]
 	if sh != nil {
+		if _, err := sh.cache.freshRevision(ctx); err != nil {
+			return "", toStatusError(err, sh.gr, "")
+		}
 		items, _ := sh.cache.list(sh.prefix(namespace), nil)
 		for _, o := range items {
 			slice := o.obj.(*discoveryv1.EndpointSlice)

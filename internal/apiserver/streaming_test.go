@@ -7,8 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 	"github.com/rudder-dev/rudder/internal/controller/controllertest"
@@ -103,6 +107,17 @@ func TestNodeStreams(t *testing.T) {
 			{"service without endpoints", func() error {
 				return rc.Get().AbsPath("/api/v1/namespaces/" + ns + "/services/web:http/proxy/").Do(ctx).Error()
 			}, 503, `no endpoints available for service "web"`},
+			{"service with an endpoint", func() error {
+				ready := true
+				slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+					AddressType: discoveryv1.AddressTypeIPv4,
+					Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+					Ports:       []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(8080))}}}
+				if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				return rc.Get().AbsPath("/api/v1/namespaces/" + ns + "/services/web:http/proxy/healthz").Do(ctx).Error()
+			}, 503, "error trying to reach http://10.0.0.9:8080/healthz: the API server has no route to the pod network"},
 			{"pod", func() error {
 				return rc.Get().AbsPath("/api/v1/namespaces/" + ns + "/pods/unbound/proxy/").Do(ctx).Error()
 			}, 400, "address not allowed"},
@@ -114,6 +129,49 @@ func TestNodeStreams(t *testing.T) {
 					t.Errorf("got %v, want %d with %q", err, tc.code, tc.want)
 				}
 			})
+		}
+	})
+
+	t.Run("websocket exec needs create", func(t *testing.T) {
+		// jane may get pods/exec but not create it: the SPDY form (POST)
+		// and the WebSocket form (GET with an upgrade) are both refused,
+		// the latter because it writes to the pod as much as a POST does.
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "exec-get", Namespace: ns},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/log"}, Verbs: []string{"get"}}}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "exec-get", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "exec-get"},
+			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "jane"}}}
+		if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rc := rest.CopyConfig(c.Config)
+		rc.Impersonate = rest.ImpersonationConfig{UserName: "jane"}
+		jane, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "/api/v1/namespaces/" + ns + "/pods/web/exec"
+		var err2 error
+		for ctx.Err() == nil { // RBAC caches catch up with the binding
+			err2 = jane.CoreV1().RESTClient().Get().AbsPath(path).Param("command", "ls").Param("stdout", "true").
+				SetHeader("Connection", "Upgrade").SetHeader("Upgrade", "websocket").Do(ctx).Error()
+			if !apierrors.IsForbidden(err2) || strings.Contains(err2.Error(), "cannot create") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !apierrors.IsForbidden(err2) || !strings.Contains(err2.Error(), `cannot create resource "pods/exec"`) {
+			t.Errorf("websocket exec without create: %v, want 403 naming create", err2)
+		}
+		if err := jane.CoreV1().RESTClient().Post().AbsPath(path).Param("command", "ls").Do(ctx).Error(); !apierrors.IsForbidden(err) {
+			t.Errorf("SPDY exec without create: %v, want 403", err)
+		}
+		// get on pods/log is all logs need: past authorization, the node answers.
+		if err := jane.CoreV1().Pods(ns).GetLogs("web", &corev1.PodLogOptions{}).Do(ctx).Error(); err == nil || !strings.Contains(err.Error(), "does not serve this request") {
+			t.Errorf("logs as jane: %v", err)
 		}
 	})
 

@@ -20,6 +20,8 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
+	"github.com/rudder-dev/rudder/internal/controllers/pvcprotection"
+	"github.com/rudder-dev/rudder/internal/controllers/pvprotection"
 	"github.com/rudder-dev/rudder/internal/controllers/replicaset"
 	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
@@ -61,6 +63,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		podgc.Descriptor,
 		disruption.Descriptor,
 		resourcequota.Descriptor,
+		pvcprotection.Descriptor,
+		pvprotection.Descriptor,
 		ttlafterfinished.Descriptor,
 		certificates.ApprovingDescriptor,
 	}

@@ -270,6 +270,7 @@ func buildProfile(ctx context.Context, spec profileSpec, registry map[string]fra
 			}
 			ws := weightedScore{ScorePlugin: pl.(framework.ScorePlugin), weight: w}
 			ws.batch, _ = pl.(framework.BatchScorer)
+			ws.normalize = ws.ScorePlugin.ScoreExtensions()
 			p.score = append(p.score, ws)
 		}},
 		{"Reserve", is(func(pl framework.Plugin) bool { _, ok := pl.(framework.ReservePlugin); return ok }), func(pl framework.Plugin) { p.reserve = append(p.reserve, pl.(framework.ReservePlugin)) }},

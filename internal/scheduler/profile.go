@@ -68,6 +68,8 @@ type weightedScore struct {
 	weight int64
 	// batch is the plugin's BatchScorer, nil if it has none.
 	batch framework.BatchScorer
+	// normalize is its ScoreExtensions, nil if it has none.
+	normalize framework.ScoreExtensions
 }
 
 // scoreChunk is how many nodes a Score goroutine takes at a time.
@@ -286,8 +288,12 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		for j, pl := range active {
 			out := scores[j][lo:hi]
 			if pl.batch != nil && !p.noBatchScore {
-				for i := range out {
-					out[i].Name = totals[lo+i].Name
+				// Names are for NormalizeScore; without one nobody
+				// reads this plugin's names, so they are not copied.
+				if pl.normalize != nil {
+					for i := range out {
+						out[i].Name = totals[lo+i].Name
+					}
 				}
 				if st := pl.batch.ScoreNodes(ctx, state, pod, nodes[lo:hi], out); !st.IsSuccess() {
 					fail(j, st)
@@ -309,7 +315,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		if errs != nil && errs[j] != nil {
 			return nil, framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", pl.Name(), errs[j].AsError()))
 		}
-		if ext := pl.ScoreExtensions(); ext != nil {
+		if ext := pl.normalize; ext != nil {
 			if s := ext.NormalizeScore(ctx, state, pod, scores[j]); !s.IsSuccess() {
 				return nil, framework.AsStatus(fmt.Errorf("running NormalizeScore of %q: %w", pl.Name(), s.AsError()))
 			}

@@ -259,20 +259,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		NotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
 		UnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 		Authorizer:                   authz,
-		// No pvc-/pv-protection controller runs in-process: the finalizers
-		// are only added when the plugin is asked for by name, as for the
-		// other plugins whose partner controller is missing.
-		StorageProtectionControllers: slices.Contains(cfg.EnableAdmissionPlugins, "StorageObjectInUseProtection"),
+		// The finalizers StorageObjectInUseProtection adds are removed
+		// by the in-process pvc-/pv-protection controllers: with either
+		// turned off the plugin is left out (see admissionPartners)
+		// unless it is asked for by name.
+		StorageProtectionControllers: slices.Contains(cfg.EnableAdmissionPlugins, "StorageObjectInUseProtection") || controller.Enabled("pvc-protection", cfg.Controllers, false) && controller.Enabled("pv-protection", cfg.Controllers, false),
 		Resources:                    registry.AdmissionResources(),
 		Context:                      ctx,
 		// The webhooks match a resource under its other served versions
 		// and re-default the objects they patch.
-		Served: func() (out []admission.ServedResource) {
-			for _, r := range registry.All() {
-				out = append(out, admission.ServedResource{Resource: r.GroupVersionResource(), Kind: r.GroupVersionKind(), Default: r.Default})
-			}
-			return out
-		}(),
+		Served: registry.WebhookServedResources(),
 	})
 	slog.Info("admission chain", "plugins", chain.Names())
 	api.SetAdmission(chain)
@@ -355,6 +351,9 @@ var admissionPartners = []struct{ plugin, controller string }{
 	{"ServiceAccount", "serviceaccount"},
 	{"TaintNodesByCondition", "nodelifecycle"},
 	{"DefaultTolerationSeconds", "taint-eviction-controller"},
+	// Claims and volumes need both controllers, or they never go.
+	{"StorageObjectInUseProtection", "pvc-protection"},
+	{"StorageObjectInUseProtection", "pv-protection"},
 }
 
 // admissionPluginNames resolves the admission flags, leaving out the

@@ -13,8 +13,9 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 )
 
-// Columns renders a version's additionalPrinterColumns. Without any, a
-// custom resource prints NAME and AGE, as upstream.
+// Columns renders a version's additionalPrinterColumns after NAME. Without
+// any, a custom resource prints NAME and AGE; with some, only those (a CRD
+// that wants AGE too declares it), as upstream.
 type Columns struct {
 	Defs  []metav1.TableColumnDefinition
 	paths []*jsonpath.JSONPath
@@ -32,8 +33,12 @@ func NewColumns(cols []apiextensionsv1.CustomResourceColumnDefinition) *Columns 
 	}
 	c := &Columns{Defs: []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name", Description: nameDescription}}}
 	for _, col := range cols {
+		desc := col.Description
+		if desc == "" {
+			desc = "Custom resource definition column (in JSONPath format): " + col.JSONPath
+		}
 		c.Defs = append(c.Defs, metav1.TableColumnDefinition{Name: col.Name, Type: col.Type, Format: col.Format,
-			Description: col.Description, Priority: col.Priority})
+			Description: desc, Priority: col.Priority})
 		jp := jsonpath.New(col.Name).AllowMissingKeys(true)
 		if err := jp.Parse("{" + col.JSONPath + "}"); err != nil {
 			jp = nil

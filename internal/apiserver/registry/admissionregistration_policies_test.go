@@ -220,3 +220,29 @@ func TestValidatingAdmissionPolicyTables(t *testing.T) {
 		t.Errorf("binding row = %v, want default/limits", row)
 	}
 }
+
+func TestValidatingAdmissionPolicyStatusUpdate(t *testing.T) {
+	r := mustResource(t, admissionGroup, "validatingadmissionpolicies")
+	if !r.HasStatus || !r.HasGeneration {
+		t.Fatalf("HasStatus %v, HasGeneration %v: the plugin writes status.observedGeneration", r.HasStatus, r.HasGeneration)
+	}
+	old := vapPolicy()
+	for _, tc := range []struct {
+		name     string
+		warnings []admissionregistrationv1.ExpressionWarning
+		want     []string
+	}{
+		{name: "warnings", warnings: []admissionregistrationv1.ExpressionWarning{
+			{FieldRef: "spec.validations[0].expression", Warning: "apps/v1, Kind=Deployment: ERROR: undefined field"}}},
+		{name: "incomplete warning", warnings: []admissionregistrationv1.ExpressionWarning{{}},
+			want: []string{"status.typeChecking.expressionWarnings[0].warning: Required value",
+				"status.typeChecking.expressionWarnings[0].fieldRef: Required value"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := old.DeepCopy()
+			p.Status.ObservedGeneration = 1
+			p.Status.TypeChecking = &admissionregistrationv1.TypeChecking{ExpressionWarnings: tc.warnings}
+			expectErrs(t, r.ValidateStatusUpdate(p, old), tc.want...)
+		})
+	}
+}

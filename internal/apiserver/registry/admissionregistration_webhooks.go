@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -71,6 +73,23 @@ func webhookConfigurationResources() []*Resource {
 				return c.ObjectMeta, len(c.Webhooks)
 			})},
 	}
+}
+
+// WebhookServedResources describes every served resource as the webhook
+// admission plugins need it: matchPolicy Equivalent matches a write
+// under the resources served from the same storage and converts objects
+// between them; a patched object gets its resource's defaults again.
+func WebhookServedResources() []admission.ServedResource {
+	var out []admission.ServedResource
+	for _, r := range All() {
+		s := admission.ServedResource{Resource: r.GroupVersionResource(), Kind: r.GroupVersionKind(), Default: r.Default}
+		if v := r.Storage; v != nil {
+			s.Storage = schema.GroupVersionResource{Group: v.Group, Version: v.Version, Resource: v.Resource}
+			s.ToStorage, s.FromStorage = v.ToStorage, v.FromStorage
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func webhookConfigurationTable(get func(runtime.Object) (metav1.ObjectMeta, int)) *Table {
@@ -164,12 +183,18 @@ func whDefault(w webhookCommon) {
 // whOptions are the checks an update may skip because the stored object
 // already failed them.
 type whOptions struct {
-	uniqueNames, knownReviewVersions, sideEffects bool
-	storedConditions                              map[string]bool // expressions not recompiled
+	uniqueNames, knownReviewVersions, noSideEffects bool
+	// skipConditions: the match conditions are those stored, unchanged,
+	// so not checked again; storedConditions are expressions stored
+	// before, not recompiled.
+	skipConditions   bool
+	storedConditions map[string]bool
 }
 
-func whOptionsFor(old []webhookCommon) whOptions {
-	o := whOptions{uniqueNames: true, knownReviewVersions: true, sideEffects: true, storedConditions: map[string]bool{}}
+// whOptionsFor derives the options of an update from the stored hooks
+// (nil for a create).
+func whOptionsFor(hooks, old []webhookCommon) whOptions {
+	o := whOptions{uniqueNames: true, knownReviewVersions: true, noSideEffects: true, storedConditions: map[string]bool{}}
 	if old == nil {
 		return o
 	}
@@ -179,22 +204,30 @@ func whOptionsFor(old []webhookCommon) whOptions {
 			o.uniqueNames = false
 		}
 		names[w.Name] = true
-		if !slices.ContainsFunc(w.AdmissionReviewVersions, func(v string) bool { return slices.Contains(whReviewVersions, v) }) {
+		if len(w.AdmissionReviewVersions) > 0 && !slices.ContainsFunc(w.AdmissionReviewVersions, func(v string) bool { return slices.Contains(whReviewVersions, v) }) {
 			o.knownReviewVersions = false
 		}
-		if w.SideEffects == nil || !slices.Contains(whSideEffects, *w.SideEffects) {
-			o.sideEffects = false
+		if w.SideEffects == nil || !slices.Contains(whNoSideEffects, *w.SideEffects) {
+			o.noSideEffects = false
 		}
 		for _, c := range w.MatchConditions {
 			o.storedConditions[c.Expression] = true
 		}
+	}
+	o.skipConditions = len(hooks) == len(old)
+	for i := 0; o.skipConditions && i < len(old); i++ {
+		o.skipConditions = reflect.DeepEqual(hooks[i].MatchConditions, old[i].MatchConditions)
 	}
 	return o
 }
 
 var (
 	whReviewVersions = []string{"v1", "v1beta1"}
-	whSideEffects    = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun}
+	// v1 accepts only webhooks without side effects on dry runs; an
+	// object stored with Some or Unknown (under v1beta1) keeps them.
+	whNoSideEffects  = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun}
+	whAllSideEffects = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun,
+		admissionregistrationv1.SideEffectClassSome, admissionregistrationv1.SideEffectClassUnknown}
 )
 
 func validateMutatingWebhookConfiguration(c, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
@@ -209,7 +242,11 @@ func validateMutatingWebhookConfiguration(c, old *admissionregistrationv1.Mutati
 	} else {
 		errs = validateCoreMeta(&c.ObjectMeta, false, apivalidation.NameIsDNSSubdomain)
 	}
-	opts := whOptionsFor(oldHooks)
+	var hooks []webhookCommon
+	for i := range c.Webhooks {
+		hooks = append(hooks, mutatingCommon(&c.Webhooks[i]))
+	}
+	opts := whOptionsFor(hooks, oldHooks)
 	seen := map[string]bool{}
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
@@ -235,10 +272,14 @@ func validateValidatingWebhookConfiguration(c, old *admissionregistrationv1.Vali
 	} else {
 		errs = validateCoreMeta(&c.ObjectMeta, false, apivalidation.NameIsDNSSubdomain)
 	}
-	opts := whOptionsFor(oldHooks)
-	seen := map[string]bool{}
+	var hooks []webhookCommon
 	for i := range c.Webhooks {
-		errs = append(errs, whValidate(validatingCommon(&c.Webhooks[i]), opts, seen, field.NewPath("webhooks").Index(i))...)
+		hooks = append(hooks, validatingCommon(&c.Webhooks[i]))
+	}
+	opts := whOptionsFor(hooks, oldHooks)
+	seen := map[string]bool{}
+	for i, w := range hooks {
+		errs = append(errs, whValidate(w, opts, seen, field.NewPath("webhooks").Index(i))...)
 	}
 	return errs
 }
@@ -247,10 +288,12 @@ func whValidate(w webhookCommon, opts whOptions, seen map[string]bool, p *field.
 	// A webhook's name is a fully qualified domain name, so that names
 	// chosen by different authors do not collide.
 	errs := utilvalidation.IsFullyQualifiedName(p.Child("name"), w.Name)
-	if opts.uniqueNames && seen[w.Name] {
-		errs = append(errs, field.Duplicate(p.Child("name"), w.Name))
+	if opts.uniqueNames && w.Name != "" {
+		if seen[w.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), w.Name))
+		}
+		seen[w.Name] = true
 	}
-	seen[w.Name] = true
 
 	for i, r := range w.Rules {
 		errs = append(errs, whValidateRule(r, p.Child("rules").Index(i))...)
@@ -261,10 +304,18 @@ func whValidate(w webhookCommon, opts whOptions, seen map[string]bool, p *field.
 	if mp := *w.MatchPolicy; mp != nil && *mp != admissionregistrationv1.Exact && *mp != admissionregistrationv1.Equivalent {
 		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *mp, []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Equivalent, admissionregistrationv1.Exact}))
 	}
+	allowed := whAllSideEffects
+	if opts.noSideEffects {
+		allowed = whNoSideEffects
+	}
 	if w.SideEffects == nil {
-		errs = append(errs, field.Required(p.Child("sideEffects"), "must specify one of None, NoneOnDryRun"))
-	} else if opts.sideEffects && !slices.Contains(whSideEffects, *w.SideEffects) {
-		errs = append(errs, field.NotSupported(p.Child("sideEffects"), *w.SideEffects, whSideEffects))
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = string(a)
+		}
+		errs = append(errs, field.Required(p.Child("sideEffects"), "must specify one of "+strings.Join(names, ", ")))
+	} else if !slices.Contains(allowed, *w.SideEffects) {
+		errs = append(errs, field.NotSupported(p.Child("sideEffects"), *w.SideEffects, allowed))
 	}
 	if ts := *w.TimeoutSeconds; ts != nil && (*ts < 1 || *ts > 30) {
 		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *ts, "the timeout value must be between 1 and 30 seconds"))
@@ -278,6 +329,9 @@ func whValidate(w webhookCommon, opts whOptions, seen map[string]bool, p *field.
 		if sel.s != nil {
 			errs = append(errs, metav1validation.ValidateLabelSelector(sel.s, metav1validation.LabelSelectorValidationOptions{}, p.Child(sel.name))...)
 		}
+	}
+	if opts.skipConditions {
+		return errs
 	}
 	return append(errs, whValidateMatchConditions(w.MatchConditions, opts.storedConditions, p.Child("matchConditions"))...)
 }
@@ -327,46 +381,45 @@ func whValidateRule(r admissionregistrationv1.RuleWithOperations, p *field.Path)
 }
 
 // whValidateResources refuses lists where a wildcard already covers
-// another entry: "*" with other resources, "*/*" with anything, "x/*"
-// with "x/y", "*/y" with "x/y".
+// another entry: "*/*" with anything, "*" with other resources, "x/*"
+// followed by "x/y", "*/y" followed by "x/y". As upstream's check, the
+// last two look only at entries after the wildcard, and "*" with a
+// plain resource is refused only when that resource comes last.
 func whValidateResources(resources []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	withSub := map[string]bool{} // resources that have "res/*"
-	subWith := map[string]bool{} // subresources that have "*/sub"
-	for _, r := range resources {
-		if res, sub, ok := strings.Cut(r, "/"); ok {
-			if sub == "*" {
-				withSub[res] = true
-			}
-			if res == "*" {
-				subWith[sub] = true
-			}
-		}
-	}
-	hasAll := slices.Contains(resources, "*")
-	hasAllAll := slices.Contains(resources, "*/*")
+	withSub := map[string]bool{} // "res/*" seen
+	subWith := map[string]bool{} // "*/sub" seen
+	hasAllAll, hasAll, plainLast := false, false, false
 	for i, r := range resources {
 		if r == "" {
 			errs = append(errs, field.Required(p.Index(i), ""))
 			continue
 		}
-		if hasAllAll && r != "*/*" {
-			errs = append(errs, field.Invalid(p.Index(i), r, "if '*/*' is present, must not specify other resources"))
-			continue
-		}
+		hasAllAll = hasAllAll || r == "*/*"
+		hasAll = hasAll || r == "*"
 		res, sub, ok := strings.Cut(r, "/")
 		if !ok {
-			if hasAll && r != "*" {
-				errs = append(errs, field.Invalid(p.Index(i), r, "if '*' is present, must not specify other resources without subresources"))
-			}
+			plainLast = r != "*"
 			continue
 		}
-		if sub != "*" && withSub[res] {
+		if withSub[res] {
 			errs = append(errs, field.Invalid(p.Index(i), r, fmt.Sprintf("if '%s/*' is present, must not specify %s", res, r)))
 		}
-		if res != "*" && subWith[sub] {
+		if subWith[sub] {
 			errs = append(errs, field.Invalid(p.Index(i), r, fmt.Sprintf("if '*/%s' is present, must not specify %s", sub, r)))
 		}
+		if sub == "*" {
+			withSub[res] = true
+		}
+		if res == "*" {
+			subWith[sub] = true
+		}
+	}
+	if len(resources) > 1 && hasAllAll {
+		errs = append(errs, field.Invalid(p, resources, "if '*/*' is present, must not specify other resources"))
+	}
+	if hasAll && plainLast {
+		errs = append(errs, field.Invalid(p, resources, "if '*' is present, must not specify other resources without subresources"))
 	}
 	return errs
 }
@@ -379,13 +432,14 @@ func whValidateReviewVersions(versions []string, requireKnown bool, p *field.Pat
 	seen := map[string]bool{}
 	known := false
 	for i, v := range versions {
+		if seen[v] {
+			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
+			continue
+		}
+		seen[v] = true
 		for _, msg := range utilvalidation.IsDNS1035Label(v) {
 			errs = append(errs, field.Invalid(p.Index(i), v, msg))
 		}
-		if seen[v] {
-			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
-		}
-		seen[v] = true
 		known = known || slices.Contains(whReviewVersions, v)
 	}
 	if requireKnown && !known {
@@ -418,8 +472,11 @@ func whValidateClientConfig(cc *admissionregistrationv1.WebhookClientConfig, p *
 		return errs
 	}
 	path := *s.Path
+	if path == "//" {
+		return append(errs, field.Invalid(sp.Child("path"), path, "segment[0] may not be empty"))
+	}
 	if !strings.HasPrefix(path, "/") {
-		return append(errs, field.Invalid(sp.Child("path"), path, "must start with a '/'"))
+		errs = append(errs, field.Invalid(sp.Child("path"), path, "must start with a '/'"))
 	}
 	// Each segment is a DNS subdomain, so a path cannot smuggle a query,
 	// a fragment or "..".
@@ -439,24 +496,25 @@ func whValidateClientConfig(cc *admissionregistrationv1.WebhookClientConfig, p *
 // URL, so only HTTPS, and nothing in it that could carry credentials or
 // be lost (user info, query, fragment).
 func whValidateURL(raw string, p *field.Path) field.ErrorList {
+	const form = "; desired format: https://host[/path]"
 	u, err := url.Parse(raw)
 	if err != nil {
-		return field.ErrorList{field.Invalid(p, raw, "url must be a valid URL: "+err.Error())}
+		return field.ErrorList{field.Required(p, "url must be a valid URL: "+err.Error()+form)}
 	}
 	var errs field.ErrorList
 	if u.Scheme != "https" {
-		errs = append(errs, field.Invalid(p, u.Scheme, "'https' is the only allowed URL scheme"))
+		errs = append(errs, field.Invalid(p, u.Scheme, "'https' is the only allowed URL scheme"+form))
 	}
 	if u.Host == "" {
-		errs = append(errs, field.Invalid(p, u.Host, "host must be specified"))
+		errs = append(errs, field.Invalid(p, u.Host, "host must be provided"+form))
 	}
 	if u.User != nil {
 		errs = append(errs, field.Invalid(p, u.User.String(), "user information is not permitted in the URL"))
 	}
-	if u.Fragment != "" || u.RawFragment != "" || strings.HasSuffix(raw, "#") {
+	if u.Fragment != "" {
 		errs = append(errs, field.Invalid(p, u.Fragment, "fragments are not permitted in the URL"))
 	}
-	if u.RawQuery != "" || u.ForceQuery {
+	if u.RawQuery != "" {
 		errs = append(errs, field.Invalid(p, u.RawQuery, "query parameters are not permitted in the URL"))
 	}
 	return errs

@@ -144,7 +144,7 @@ func TestValidatingWebhookConfigurationValidate(t *testing.T) {
 		}, want: []string{"webhooks[0].clientConfig.url: Invalid value"}, detail: "user information is not permitted in the URL"},
 		{name: "url without host", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].ClientConfig.URL = new("https:///validate")
-		}, want: []string{"webhooks[0].clientConfig.url: Invalid value"}, detail: "host must be specified"},
+		}, want: []string{"webhooks[0].clientConfig.url: Invalid value"}, detail: "host must be provided; desired format: https://host[/path]"},
 		{name: "service without name and namespace", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{}}
 		}, want: []string{"webhooks[0].clientConfig.service.name: Required value", "webhooks[0].clientConfig.service.namespace: Required value"}},
@@ -152,6 +152,10 @@ func TestValidatingWebhookConfigurationValidate(t *testing.T) {
 			c.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: "hooks", Name: "checker", Path: new("validate")}}
 		}, want: []string{"webhooks[0].clientConfig.service.path: Invalid value"}, detail: "must start with a '/'"},
+		{name: "service path with a bad segment", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+				Namespace: "hooks", Name: "checker", Path: new("/Validate")}}
+		}, want: []string{"webhooks[0].clientConfig.service.path: Invalid value"}, detail: "segment[0]: a lowercase RFC 1123 subdomain"},
 		{name: "service path with empty segment", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: "hooks", Name: "checker", Path: new("/a//b")}}
@@ -189,10 +193,10 @@ func TestValidatingWebhookConfigurationValidate(t *testing.T) {
 		}, want: []string{"webhooks[0].rules[0].resources: Required value"}},
 		{name: "star with other resources", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules = rule(create, core, v1, []string{"*", "pods"})
-		}, want: []string{"webhooks[0].rules[0].resources[1]: Invalid value"}},
+		}, want: []string{"webhooks[0].rules[0].resources: Invalid value"}, detail: "if '*' is present, must not specify other resources without subresources"},
 		{name: "star slash star with other resources", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules = rule(create, core, v1, []string{"*/*", "pods/status"})
-		}, want: []string{"webhooks[0].rules[0].resources[1]: Invalid value"}},
+		}, want: []string{"webhooks[0].rules[0].resources: Invalid value"}, detail: "if '*/*' is present, must not specify other resources"},
 		{name: "subresource wildcard covers another", mutate: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules = rule(create, core, v1, []string{"pods/*", "pods/status"})
 		}, want: []string{"webhooks[0].rules[0].resources[1]: Invalid value"}, detail: "if 'pods/*' is present, must not specify pods/status"},
@@ -304,6 +308,10 @@ func TestWebhookConfigurationUpdate(t *testing.T) {
 			edit: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 				c.Webhooks = append(c.Webhooks, c.Webhooks[0])
 			}, want: []string{"webhooks[1].name: Duplicate value"}},
+		{name: "loose object may use Some, not an unknown class", old: loose,
+			edit: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+				c.Webhooks[1].SideEffects = new(admissionregistrationv1.SideEffectClass("Bogus"))
+			}, want: []string{"webhooks[1].sideEffects: Unsupported value"}},
 		{name: "strict object may not gain unknown side effects", old: strict,
 			edit: func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 				c.Webhooks[0].SideEffects = new(admissionregistrationv1.SideEffectClassSome)

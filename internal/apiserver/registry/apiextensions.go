@@ -222,13 +222,13 @@ func crdValidateVersions(spec *apiextensionsv1.CustomResourceDefinitionSpec, fld
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			allErrs = append(allErrs, field.Required(p.Child("schema", "openAPIV3Schema"), "schemas are required"))
 		} else {
-			allErrs = append(allErrs, ValidateCRDSchema(v.Schema.OpenAPIV3Schema, spec.PreserveUnknownFields, p.Child("schema", "openAPIV3Schema"))...)
+			allErrs = append(allErrs, ValidateCRDSchema(v.Schema.OpenAPIV3Schema, p.Child("schema", "openAPIV3Schema"))...)
 		}
 		if v.Subresources != nil {
 			allErrs = append(allErrs, crdValidateSubresources(v.Subresources, p.Child("subresources"))...)
 		}
 		allErrs = append(allErrs, crdValidatePrinterColumns(v.AdditionalPrinterColumns, p.Child("additionalPrinterColumns"))...)
-		if v.Deprecated == false && v.DeprecationWarning != nil {
+		if !v.Deprecated && v.DeprecationWarning != nil {
 			allErrs = append(allErrs, field.Invalid(p.Child("deprecationWarning"), *v.DeprecationWarning, "can only be set for deprecated versions"))
 		}
 	}

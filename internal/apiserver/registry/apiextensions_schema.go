@@ -31,7 +31,7 @@ var crdSchemaTypes = []string{"array", "boolean", "integer", "number", "object",
 
 // ValidateCRDSchema checks a version's openAPIV3Schema: unsupported
 // features first, then the structural rules.
-func ValidateCRDSchema(s *apiextensionsv1.JSONSchemaProps, preserveUnknownFields bool, fldPath *field.Path) field.ErrorList {
+func ValidateCRDSchema(s *apiextensionsv1.JSONSchemaProps, fldPath *field.Path) field.ErrorList {
 	allErrs := crdSchemaFeatures(s, fldPath)
 	if len(allErrs) > 0 {
 		// As upstream, the structural pass runs only on a schema the

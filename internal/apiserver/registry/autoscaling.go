@@ -25,11 +25,15 @@ func autoscalingResources() []*Resource {
 	return []*Resource{
 		{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler",
 			Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
-			HasStatus:        true,
-			New:              func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
-			Default:          func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
-			PrepareForCreate: func(obj runtime.Object) { obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{} },
-			Validate:         func(obj runtime.Object) field.ErrorList { return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			HasStatus: true,
+			New:       func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+			Default:   func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			PrepareForCreate: func(obj runtime.Object) {
+				obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return validateHPAUpdate(obj.(*autoscalingv2.HorizontalPodAutoscaler), old.(*autoscalingv2.HorizontalPodAutoscaler))
 			},

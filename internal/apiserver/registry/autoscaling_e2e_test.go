@@ -150,7 +150,7 @@ spec:
 			{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{Metric: autoscalingv2.MetricIdentifier{Name: "qps"},
 				Current: autoscalingv2.MetricValueStatus{AverageValue: new(resource.MustParse("5"))}}},
 			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{
-				Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: new(int32(42))}}}}
+				Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: new(int32(42)), AverageValue: new(resource.MustParse("210m"))}}}}
 		if _, err := cs.AutoscalingV2().HorizontalPodAutoscalers("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +164,12 @@ spec:
 		row := strings.Join(strings.Fields(strings.Split(strings.TrimSpace(controllertest.KubectlOutput(t, kc, "get", "hpa", "web", "--no-headers")), "\n")[0]), " ")
 		if !strings.HasPrefix(row, "web Deployment/web 5/10, cpu: 42%/80% 2 7 3") {
 			t.Errorf("kubectl get hpa web = %q", row)
+		}
+		desc := controllertest.KubectlOutput(t, kc, "describe", "hpa", "web")
+		for _, want := range []string{"Reference:", "Deployment/web", `resource cpu on pods  (as a percentage of request):  42% (210m) / 80%`, "Min replicas:", "Max replicas:", "7"} {
+			if !strings.Contains(desc, want) {
+				t.Errorf("kubectl describe hpa lacks %q:\n%s", want, desc)
+			}
 		}
 	})
 }

@@ -99,7 +99,9 @@ func TestHPAValidate(t *testing.T) {
 		detail string
 	}{
 		{name: "defaults"},
-		{name: "no target", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{} },
+		{name: "no target", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{}
+		},
 			want: []string{"spec.scaleTargetRef.kind: Required value", "spec.scaleTargetRef.name: Required value"}},
 		{name: "target name with slash", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = "a/b" },
 			want: []string{"spec.scaleTargetRef.name: Invalid value"}},
@@ -110,7 +112,9 @@ func TestHPAValidate(t *testing.T) {
 		{name: "max zero", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MaxReplicas, h.Spec.MinReplicas = 0, nil },
 			want: []string{"spec.maxReplicas: Invalid value", "spec.maxReplicas: Invalid value"}},
 		{name: "bad name", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Name = "Web" }, want: []string{"metadata.name: Invalid value"}},
-		{name: "utilization zero", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = []autoscalingv2.MetricSpec{hpaCPUMetric(0)} },
+		{name: "utilization zero", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{hpaCPUMetric(0)}
+		},
 			want: []string{"spec.metrics[0].resource.target.averageUtilization: Invalid value"}},
 		{name: "memory average value", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: "Resource", Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceMemory,

@@ -26,7 +26,9 @@ const (
 )
 
 func hpaV1Resource() *Resource {
-	v1 := func(obj runtime.Object) *autoscalingv1.HorizontalPodAutoscaler { return obj.(*autoscalingv1.HorizontalPodAutoscaler) }
+	v1 := func(obj runtime.Object) *autoscalingv1.HorizontalPodAutoscaler {
+		return obj.(*autoscalingv1.HorizontalPodAutoscaler)
+	}
 	return &Resource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler",
 		Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
 		HasStatus: true,

@@ -93,6 +93,9 @@ type rsController struct {
 	warm *slowStartMemory
 	// memos remember each pod's label answers between syncs.
 	memos *labelMemos
+	// written is the last status write of each key, newer than the
+	// cache until the write's own event arrives.
+	written *writtenStatus
 }
 
 func newController(cx *controller.Context, k workloadKind, queueName, component string, burst int) (*rsController, error) {
@@ -123,6 +126,7 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 		burst:        burst,
 		warm:         newSlowStartMemory(),
 		memos:        newLabelMemos(),
+		written:      newWrittenStatus(),
 	}
 	c.queue = controller.New(queueName, Workers, controller.ReconcilerFunc(c.batchedSync))
 	c.batch = newStatusBatcher(StatusBatchPeriod, clk.Now, c.queue.EnqueueAfter)
@@ -191,6 +195,7 @@ func (c *rsController) deleteOwner(obj interface{}) {
 	c.warm.forget(key)
 	c.batch.forget(key)
 	c.memos.forget(key)
+	c.written.forget(key)
 	c.queue.EnqueueKey(key)
 }
 
@@ -330,6 +335,7 @@ func (c *rsController) sync(ctx context.Context, key string) (controller.Result,
 	if err != nil {
 		return controller.Result{}, err
 	}
+	rs, orig = c.written.newest(key, rs, orig)
 	needsSync := c.expectations.SatisfiedExpectations(key)
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
@@ -389,8 +395,13 @@ func (c *rsController) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, o
 		return nil
 	}
 	st.ObservedGeneration = rs.Generation
-	_, err := c.kind.writeStatus(ctx, orig, st)
-	if err == nil || apierrors.IsNotFound(err) {
+	out, outOrig, err := c.kind.writeStatus(ctx, orig, st)
+	if err == nil {
+		c.written.remember(keyOf(rs), rs.ResourceVersion, out, outOrig)
+		return nil
+	}
+	c.written.forget(keyOf(rs))
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	freshRS, fresh, gerr := c.kind.getFresh(ctx, rs.Namespace, rs.Name)
@@ -403,7 +414,7 @@ func (c *rsController) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, o
 	if freshRS.UID != rs.UID {
 		return nil // deleted and created again: its own sync follows
 	}
-	_, err = c.kind.writeStatus(ctx, fresh, st)
+	_, _, err = c.kind.writeStatus(ctx, fresh, st)
 	return err
 }
 

@@ -31,8 +31,9 @@ type workloadKind interface {
 	// getFresh reads name from the API server (a quorum read), for the
 	// re-check before adopting and the status write's retry.
 	getFresh(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, runtime.Object, error)
-	// writeStatus replaces orig's status with st and returns the result.
-	writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error)
+	// writeStatus replaces orig's status with st and returns the result:
+	// its ReplicaSet view and the object written.
+	writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, runtime.Object, error)
 	// hasTerminatingReplicas: the status has a terminatingReplicas field.
 	hasTerminatingReplicas() bool
 }
@@ -75,10 +76,14 @@ func (k *rsKind) getFresh(ctx context.Context, namespace, name string) (*appsv1.
 	return rs, rs, nil
 }
 
-func (k *rsKind) writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+func (k *rsKind) writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, runtime.Object, error) {
 	rs := orig.(*appsv1.ReplicaSet).DeepCopy()
 	rs.Status = st
-	return k.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+	out, err := k.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, out, nil
 }
 
 // ReplicationControllers.
@@ -123,7 +128,7 @@ func (k *rcKind) getFresh(ctx context.Context, namespace, name string) (*appsv1.
 	return rcAsReplicaSet(rc), rc, nil
 }
 
-func (k *rcKind) writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+func (k *rcKind) writeStatus(ctx context.Context, orig runtime.Object, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, runtime.Object, error) {
 	rc := orig.(*corev1.ReplicationController).DeepCopy()
 	rc.Status = corev1.ReplicationControllerStatus{
 		Replicas:             st.Replicas,
@@ -143,9 +148,9 @@ func (k *rcKind) writeStatus(ctx context.Context, orig runtime.Object, st appsv1
 	}
 	out, err := k.client.CoreV1().ReplicationControllers(rc.Namespace).UpdateStatus(ctx, rc, metav1.UpdateOptions{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rcAsReplicaSet(out), nil
+	return rcAsReplicaSet(out), out, nil
 }
 
 // rcAsReplicaSet is the ReplicaSet an RC would be. It shares maps and the

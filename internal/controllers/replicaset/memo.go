@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -87,4 +88,58 @@ func (m *labelMemo) sweep(seen []*corev1.Pod) {
 		}
 	}
 	m.pods = fresh
+}
+
+// writtenStatus remembers each key's last successful status write. A
+// sync that follows soon after the previous one (the last awaited pod
+// seen, a batch period passed) may read the ReplicaSet from a cache
+// that has not yet received that write; writing on top of the cached
+// copy would then fail with a conflict and cost a quorum read and a
+// second write, with the worker waiting on both. When the cache still
+// shows the very version the write replaced, the written result is the
+// newer one, and the sync starts from it.
+type writtenStatus struct {
+	mu sync.Mutex
+	m  map[string]writtenEntry
+}
+
+type writtenEntry struct {
+	fromRV string // the version the write replaced
+	rs     *appsv1.ReplicaSet
+	orig   runtime.Object
+}
+
+func newWrittenStatus() *writtenStatus { return &writtenStatus{m: map[string]writtenEntry{}} }
+
+func (w *writtenStatus) remember(key, fromRV string, rs *appsv1.ReplicaSet, orig runtime.Object) {
+	if rs == nil || orig == nil || fromRV == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m[key] = writtenEntry{fromRV: fromRV, rs: rs, orig: orig}
+}
+
+func (w *writtenStatus) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
+}
+
+// newest returns the written copy of key if the cached one (rs, orig) is
+// the version it replaced, else the cached one (and forgets the written
+// copy, which the cache has caught up with or which another write
+// superseded).
+func (w *writtenStatus) newest(key string, rs *appsv1.ReplicaSet, orig runtime.Object) (*appsv1.ReplicaSet, runtime.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[key]
+	if !ok {
+		return rs, orig
+	}
+	if e.fromRV == rs.ResourceVersion && e.rs.UID == rs.UID && e.rs.Generation == rs.Generation {
+		return e.rs, e.orig
+	}
+	delete(w.m, key)
+	return rs, orig
 }

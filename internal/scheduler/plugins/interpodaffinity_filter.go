@@ -245,7 +245,7 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 		return nil, nil
 	}
 
-	x.syncLabels(snap.NodeInfoList)
+	x.syncLabels(snap, snap.NodeInfoList)
 	ipaMarkSynced(cs, true, true)
 	for _, terms := range [][]framework.AffinityTerm{aff, anti} {
 		for i := range terms {

@@ -103,9 +103,55 @@ type ipaTable struct {
 	// them side by side so the walk touches little memory.
 	order []ipaSlot
 	epoch uint64
-	// spare and seen are diff's buffers, kept across cycles.
-	spare []ipaSlot
-	seen  []bool
+	// spare, seen and logged are diff's buffers, kept across cycles.
+	spare  []ipaSlot
+	seen   []bool
+	logged []int32
+	// ver is the snapshot list version order mirrors, when the list was
+	// verSnap's NodeInfoList (see diffList).
+	ver     framework.ListVersion
+	verSnap *framework.Snapshot
+}
+
+// diffList is diff for a list that may be snap's NodeInfoList: when the
+// table mirrors that list as of a version the snapshot can still answer
+// for, only the positions logged since are compared, instead of every
+// NodeInfo of the cluster.
+func (t *ipaTable) diffList(snap *framework.Snapshot, list []*framework.NodeInfo) (changed []ipaChange, dropped []*ipaNodeEntry) {
+	isList := snap != nil && len(list) > 0 && len(list) == len(snap.NodeInfoList) && &list[0] == &snap.NodeInfoList[0]
+	if isList && t.verSnap == snap && len(t.order) == len(list) {
+		var ok bool
+		if t.logged, ok = snap.ChangedSince(t.ver, t.logged[:0]); ok && t.loggedSameNodes(list) {
+			for _, p := range t.logged {
+				sl, ni := &t.order[p], list[p]
+				if sl.ni != ni || sl.gen != ni.Generation {
+					sl.ni, sl.gen = ni, ni.Generation
+					changed = append(changed, ipaChange{sl.e, ni})
+				}
+			}
+			t.ver = snap.ListVersion()
+			return changed, nil
+		}
+	}
+	changed, dropped = t.diff(list)
+	t.ver, t.verSnap = framework.ListVersion{}, nil
+	if isList && len(t.order) == len(list) {
+		t.ver, t.verSnap = snap.ListVersion(), snap
+	}
+	return changed, dropped
+}
+
+// loggedSameNodes reports whether every logged position still holds the
+// node the table has there (a NodeInfo swapped for a clone), checked
+// before diffList changes anything.
+func (t *ipaTable) loggedSameNodes(list []*framework.NodeInfo) bool {
+	for _, p := range t.logged {
+		ni := list[p]
+		if ni.Node() == nil || ni.Name() != t.order[p].e.name {
+			return false
+		}
+	}
+	return true
 }
 
 type ipaSlot struct {
@@ -478,8 +524,8 @@ func (x *ipaIndex) releaseTerms(c ipaContrib, node *corev1.Node) {
 }
 
 // syncLabels brings the label groups up to date with all snapshot nodes.
-func (x *ipaIndex) syncLabels(list []*framework.NodeInfo) {
-	changed, dropped := x.labelNodes.diff(list)
+func (x *ipaIndex) syncLabels(snap *framework.Snapshot, list []*framework.NodeInfo) {
+	changed, dropped := x.labelNodes.diffList(snap, list)
 	for _, e := range dropped {
 		for _, c := range e.pods {
 			x.releaseLabel(c, e.node)

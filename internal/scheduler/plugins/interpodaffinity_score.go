@@ -84,7 +84,7 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 	}
 	if hasConstraints {
 		if synced == nil || !synced.labels {
-			x.syncLabels(snap.NodeInfoList)
+			x.syncLabels(snap, snap.NodeInfoList)
 		}
 		ipaMarkSynced(cs, true, true)
 		for i := range terms {

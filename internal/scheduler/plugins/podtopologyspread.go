@@ -180,6 +180,14 @@ func ptsValidateArgs(a *configv1.PodTopologySpreadArgs) error {
 
 func (pl *PodTopologySpread) Name() string { return PodTopologySpreadName }
 
+// snapshot is the cycle's snapshot, nil without a handle.
+func (pl *PodTopologySpread) snapshot() *framework.Snapshot {
+	if pl.handle == nil {
+		return nil
+	}
+	return pl.handle.Snapshot()
+}
+
 // ptsConstraint is a parsed TopologySpreadConstraint.
 type ptsConstraint struct {
 	maxSkew     int32

@@ -44,6 +44,13 @@ type ptsCacheEntry struct {
 	members [][]int32         // members[c][i]: nodes adding to totals[c] domain i
 	used    uint64            // LRU clock
 	changed []int32           // scratch: positions to recompute
+	logged  []int32           // scratch: positions the snapshot logged
+	// ver is the snapshot list version last synced, when the nodes were
+	// the snapshot's NodeInfoList (zero otherwise): the next cycle then
+	// asks the snapshot which positions changed instead of comparing
+	// every node's Generation, which touches every NodeInfo.
+	ver     framework.ListVersion
+	verSnap *framework.Snapshot
 }
 
 // ptsCounter is safe for concurrent use; one question is answered at a
@@ -58,13 +65,35 @@ type ptsCounter struct {
 // contributions with compute (called concurrently for different nodes,
 // into out of length width, pre-filled with count -1), and passes the entry
 // to use, which must copy what it needs: the entry changes next cycle.
+//
+// snap, when not nil, is the snapshot nodes may be the NodeInfoList of.
 func (pc *ptsCounter) count(ctx context.Context, par framework.Parallelizer, sig string, width int, nodes []*framework.NodeInfo,
-	compute func(ni *framework.NodeInfo, out []ptsContrib), use func(e *ptsCacheEntry)) error {
+	snap *framework.Snapshot, compute func(ni *framework.NodeInfo, out []ptsContrib), use func(e *ptsCacheEntry)) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	e := pc.entry(sig, width)
 
 	n := len(nodes)
+	isList := snap != nil && n > 0 && n == len(snap.NodeInfoList) && &nodes[0] == &snap.NodeInfoList[0]
+	known := false
+	if isList && len(e.gens) == n && e.verSnap == snap {
+		e.logged, known = snap.ChangedSince(e.ver, e.logged[:0])
+	}
+	e.ver, e.verSnap = framework.ListVersion{}, nil
+	if known {
+		// Only the logged positions can differ; a position logged twice
+		// is recomputed once (its gen is set to -1 until then).
+		e.changed = e.changed[:0]
+		for _, p := range e.logged {
+			i := int(p)
+			if g := e.gens[i]; g != -1 && (g != nodes[i].Generation || nodes[i].Generation == 0) {
+				e.gens[i] = -1
+				e.changed = append(e.changed, p)
+				e.remove(i)
+			}
+		}
+		return pc.finish(ctx, par, sig, e, nodes, snap, isList, compute, use)
+	}
 	for i := n; i < len(e.gens); i++ {
 		e.remove(i)
 	}
@@ -89,6 +118,14 @@ func (pc *ptsCounter) count(ctx context.Context, par framework.Parallelizer, sig
 			e.remove(i)
 		}
 	}
+	return pc.finish(ctx, par, sig, e, nodes, snap, isList, compute, use)
+}
+
+// finish recomputes the positions in e.changed (already removed from the
+// totals), adds them back, and hands the entry to use.
+func (pc *ptsCounter) finish(ctx context.Context, par framework.Parallelizer, sig string, e *ptsCacheEntry, nodes []*framework.NodeInfo,
+	snap *framework.Snapshot, isList bool, compute func(ni *framework.NodeInfo, out []ptsContrib), use func(e *ptsCacheEntry)) error {
+	width := e.width
 	one := func(k int) {
 		i := int(e.changed[k])
 		out := e.contrib[i*width : (i+1)*width]
@@ -112,6 +149,9 @@ func (pc *ptsCounter) count(ctx context.Context, par framework.Parallelizer, sig
 	for _, i := range e.changed {
 		e.gens[i] = nodes[i].Generation
 		e.insert(int(i))
+	}
+	if isList {
+		e.ver, e.verSnap = snap.ListVersion(), snap
 	}
 	e.compactIfSparse()
 	use(e)

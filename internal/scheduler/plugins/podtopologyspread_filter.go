@@ -130,7 +130,7 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 	}
 
 	sig := ptsSignature("filter", pod, cs, s.eligibility)
-	err = pl.counter.count(ctx, pl.parallelizer, sig, len(cs), nodes, func(ni *framework.NodeInfo, out []ptsContrib) {
+	err = pl.counter.count(ctx, pl.parallelizer, sig, len(cs), nodes, pl.snapshot(), func(ni *framework.NodeInfo, out []ptsContrib) {
 		node := ni.Node()
 		if node == nil {
 			return

@@ -111,7 +111,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	if s.requireAll {
 		mode = "score-all-keys"
 	}
-	err = pl.counter.count(ctx, pl.parallelizer, ptsSignature(mode, pod, cs, elig), len(cs), all, func(ni *framework.NodeInfo, out []ptsContrib) {
+	err = pl.counter.count(ctx, pl.parallelizer, ptsSignature(mode, pod, cs, elig), len(cs), all, pl.snapshot(), func(ni *framework.NodeInfo, out []ptsContrib) {
 		node := ni.Node()
 		if node == nil || (s.requireAll && !ptsHasAllKeys(node.Labels, cs)) {
 			return

@@ -1,0 +1,126 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rudder-dev/rudder/internal/auth"
+)
+
+func TestCELCompileExpression(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		expr    string
+		want    CELResult
+		decls   CELDecls
+		wantErr string
+	}{
+		{name: "bool", expr: "object.metadata.name == 'web'", want: CELBool},
+		{name: "kubernetes libraries", want: CELBool,
+			expr: "quantity('1Gi').isGreaterThan(quantity('1Mi')) && url('https://x.io/a').getHost() == 'x.io' && 'abc'.matches('^a') && isIP('10.0.0.1') && [1, 2].isSorted()"},
+		{name: "extensions", want: CELBool, expr: "'a,b'.split(',').size() == 2 && sets.contains([1, 2], [1]) && {'a': 1}.all(k, v, v > 0)"},
+		{name: "syntax error", expr: "object.x ==", want: CELBool, wantErr: "compilation failed: ERROR: <input>:1:12: Syntax error"},
+		{name: "undeclared params", expr: "params.x", want: CELAny, wantErr: "undeclared reference to 'params'"},
+		{name: "declared params", expr: "params.x", want: CELAny, decls: CELDecls{Params: true}},
+		{name: "authorizer only when declared", expr: "authorizer.path('/healthz').check('get').allowed()", want: CELBool,
+			wantErr: "undeclared reference to 'authorizer'"},
+		{name: "authorizer", expr: "authorizer.path('/healthz').check('get').allowed()", want: CELBool, decls: CELDecls{Authorizer: true}},
+		{name: "wrong result", expr: "1 + 1", want: CELBool, wantErr: "must evaluate to bool"},
+		{name: "dyn result is checked at run time", expr: "object.spec", want: CELBool},
+		{name: "string or null", expr: "null", want: CELStringOrNull},
+		{name: "unknown variable", expr: "variables.a && variables.b", want: CELBool, decls: CELDecls{Variables: []string{"a"}},
+			wantErr: "undefined variable(s): b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := CompileExpression(tc.expr, tc.want, tc.decls)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("compile: %v", err)
+				}
+				return
+			}
+			var ce *CELCompileError
+			if !errors.As(err, &ce) || !strings.Contains(ce.Detail, tc.wantErr) {
+				t.Fatalf("error %v, want a CELCompileError with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCELEvaluate(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	old := pod.DeepCopy()
+	old.Labels = nil
+	a := &Attributes{Operation: Update, Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Resource: corev1.SchemeGroupVersion.WithResource("pods"),
+		Namespace: "team", Name: "web", Object: pod, OldObject: old,
+		User: &auth.User{Name: "alice", Groups: []string{"dev", "system:authenticated"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"env": "prod"}}}
+	params := &corev1.ConfigMap{Data: map[string]string{"max": "2Gi"}}
+	act := NewCELActivation(context.Background(), a, CELActivationConfig{Namespace: ns, Params: params})
+	for _, expr := range []string{
+		"object.kind == 'Pod' && object.apiVersion == 'v1'",
+		"object.metadata.labels.app == 'web' && !has(oldObject.metadata.labels)",
+		"quantity(object.spec.containers[0].resources.limits.memory).isLessThan(quantity(params.data.max))",
+		"request.operation == 'UPDATE' && request.userInfo.username == 'alice' && 'dev' in request.userInfo.groups",
+		"request.resource.resource == 'pods' && request.kind.kind == 'Pod' && request.namespace == 'team' && request.name == 'web'",
+		"namespaceObject.metadata.labels.env == 'prod'",
+		"variables.size() == 0",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			prog, err := CompileExpression(expr, CELBool, CELDecls{Params: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, cost, err := prog.EvalBool(context.Background(), act)
+			if err != nil || !ok {
+				t.Fatalf("= %v, %v", ok, err)
+			}
+			if cost <= 0 {
+				t.Errorf("cost %d, want it tracked", cost)
+			}
+		})
+	}
+
+	t.Run("variables are lazy and evaluated once", func(t *testing.T) {
+		broken, _ := CompileExpression("object.spec.nope", CELAny, CELDecls{})
+		name, _ := CompileExpression("object.metadata.name", CELAny, CELDecls{})
+		vars := act.WithVariables([]string{"broken", "name"}, []*CELProgram{broken, name})
+		prog, _ := CompileExpression("variables.name == 'web'", CELBool, CELDecls{Variables: []string{"broken", "name"}})
+		if ok, _, err := prog.EvalBool(context.Background(), vars); err != nil || !ok {
+			t.Fatalf("= %v, %v: an unused broken variable must not fail", ok, err)
+		}
+		uses, _ := CompileExpression("variables.broken == 1", CELBool, CELDecls{Variables: []string{"broken", "name"}})
+		if _, _, err := uses.EvalBool(context.Background(), vars); err == nil || !strings.Contains(err.Error(), "no such key: nope") {
+			t.Fatalf("error %v, want the variable's", err)
+		}
+		if vars.VariablesCost() <= 0 {
+			t.Error("variables' cost not counted")
+		}
+	})
+
+	t.Run("per-call cost limit", func(t *testing.T) {
+		prog, err := CompileExpression("[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "+
+			"[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, a > 0))))))", CELBool, CELDecls{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := prog.EvalBool(context.Background(), act); err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
+			t.Fatalf("error %v, want the cost limit", err)
+		}
+	})
+
+	t.Run("a dyn result of the wrong type", func(t *testing.T) {
+		prog, _ := CompileExpression("object.metadata.name", CELBool, CELDecls{})
+		if _, _, err := prog.EvalBool(context.Background(), act); err == nil || !strings.Contains(err.Error(), "must evaluate to bool") {
+			t.Fatalf("error %v", err)
+		}
+	})
+}
