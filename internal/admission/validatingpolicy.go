@@ -50,11 +50,14 @@ import (
 // # Cost
 //
 // Policies and bindings are read from the API server's watch cache on
-// every write, which costs a slice copy; compiled policies are kept per
-// uid and generation, so a policy compiles once per change of its spec.
-// With no bindings a write costs one cache list per resource and nothing
-// more. The request's objects are converted for CEL once, on first use,
-// and shared by every policy.
+// every write: a b-tree range of the few objects under a read lock, no
+// storage read. The compiled snapshot is rebuilt only when that list
+// changed (its count or highest resourceVersion), and a policy compiles
+// once per uid and generation, so a status write does not recompile it.
+// With no bindings a write costs one such range and nothing more. The
+// request's objects are converted for CEL once, on first use, and shared
+// by every policy; an expression may spend celPerCallLimit, a binding's
+// expressions together celRuntimeBudget.
 //
 // Policies, bindings and their own writes are never judged, as upstream:
 // a broken policy must not lock out its fix.

@@ -68,11 +68,15 @@ type crdController struct {
 	// resources is the custom resources in discovery order, for discovery
 	// and OpenAPI rebuilds.
 	resources atomic.Pointer[[]*registry.Resource]
-	// openapi is the custom resources' OpenAPI v3 documents, built in the
-	// background after each change (openapiSeq orders the builds).
-	openapi    atomic.Pointer[crdOpenAPI]
-	openapiMu  sync.Mutex
-	openapiSeq uint64
+	// The custom resources' OpenAPI documents are built on the first
+	// request after a change (openapiSeq counts changes, openapiBuilt the
+	// one the documents reflect): building them costs far more than
+	// serving a resource, and few clients read them.
+	openapiMu    sync.Mutex
+	openapiSeq   uint64
+	openapiBuilt uint64
+	openapiCRDs  []*apiextensionsv1.CustomResourceDefinition
+	openapiDocs  *crdOpenAPI
 }
 
 // crdServed is one definition as served: its handlers and their caches.
@@ -357,16 +361,8 @@ func (c *crdController) publish() {
 	}
 	c.openapiMu.Lock()
 	c.openapiSeq++
-	seq := c.openapiSeq
+	c.openapiCRDs = crds
 	c.openapiMu.Unlock()
-	go func() {
-		docs := buildCRDOpenAPI(crds)
-		c.openapiMu.Lock()
-		defer c.openapiMu.Unlock()
-		if seq == c.openapiSeq { // a later change has not been published yet
-			c.openapi.Store(docs)
-		}
-	}()
 }
 
 // customGroups lists the custom resources' groups and versions, versions

@@ -388,6 +388,10 @@ spec: {size: 2, color: purple}
 		if !strings.Contains(out, "KIND:       Widget") || !strings.Contains(out, "<integer>") {
 			t.Errorf("kubectl explain widgets.spec.size:\n%s", out)
 		}
+		out = k.ok(t, "", "explain", "crd.spec.versions.schema")
+		if !strings.Contains(out, "KIND:       CustomResourceDefinition") || !strings.Contains(out, "openAPIV3Schema") {
+			t.Errorf("kubectl explain crd.spec.versions.schema:\n%s", out)
+		}
 	})
 
 	t.Run("server-side apply", func(t *testing.T) {

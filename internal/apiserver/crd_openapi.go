@@ -459,18 +459,14 @@ func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) ([]byte, s
 	return data, `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
 }
 
-// openAPIDocs returns the current documents, building them on first use
-// when no definition has been published yet.
+// openAPIDocs returns the documents of the definitions served now,
+// building them if they changed since the last request.
 func (c *crdController) openAPIDocs() *crdOpenAPI {
-	if docs := c.openapi.Load(); docs != nil {
-		return docs
-	}
 	c.openapiMu.Lock()
 	defer c.openapiMu.Unlock()
-	if docs := c.openapi.Load(); docs != nil {
-		return docs
+	if c.openapiDocs == nil || c.openapiBuilt != c.openapiSeq {
+		c.openapiDocs = buildCRDOpenAPI(c.openapiCRDs)
+		c.openapiBuilt = c.openapiSeq
 	}
-	docs := buildCRDOpenAPI(nil)
-	c.openapi.Store(docs)
-	return docs
+	return c.openapiDocs
 }

@@ -311,6 +311,10 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 			}
 		}
 	})
+	// Ranges not handed out when ctx ended were never scored.
+	if err := ctx.Err(); err != nil {
+		return nil, framework.AsStatus(err)
+	}
 	for j, pl := range active {
 		if errs != nil && errs[j] != nil {
 			return nil, framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", pl.Name(), errs[j].AsError()))

@@ -13,6 +13,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,9 +124,17 @@ func TestCoreMoreResourcesServed(t *testing.T) {
 	})
 
 	t.Run("persistentvolumeclaim", func(t *testing.T) {
+		// A claim may grow only when its class allows expansion
+		// (PersistentVolumeClaimResize admission), as on Kubernetes.
+		expand := true
+		if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "expandable"},
+			Provisioner: "example.com/disk", AllowVolumeExpansion: &expand}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		class := "expandable"
 		pvcs := core.PersistentVolumeClaims(ns)
 		pvc, err := pvcs.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"},
-			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
 				Resources: corev1.VolumeResourceRequirements{Requests: gi("1Gi")}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

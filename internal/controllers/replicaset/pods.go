@@ -41,7 +41,7 @@ func (c *rsController) manageReplicas(ctx context.Context, key string, rs *appsv
 		if err != nil {
 			c.warm.forget(key)
 		} else {
-			c.warm.succeeded(key, min(2*largest, c.burst), c.clock.Now())
+			c.warm.succeeded(key, min(2*largest, slowStartWarmCap(c.burst)), c.clock.Now())
 		}
 		// The creations never attempted (or failed) will not be seen:
 		// stop waiting for them; the next sync retries.
@@ -119,12 +119,18 @@ func slowStartBatchSizes(count, initial int, fn func() error) (done, largest int
 // succeeded keeps its batch size for the next sync.
 const slowStartWarmFor = time.Minute
 
+// slowStartWarmCap is the largest batch a warm start sends at once: half
+// the burst, so a sync of BurstReplicas takes two round trips and never
+// has more creations in flight than a cold slow start's last batch
+// (256), which keeps each request's latency where it was.
+func slowStartWarmCap(burst int) int { return max(burst/2, slowStartInitialBatch) }
+
 // slowStartMemory carries slow start over from one sync to the next. A
 // ReplicaSet scaled from 0 to 10,000 creates BurstReplicas per sync; if
 // each sync began again at a batch of 1, each 500 would take nine
 // request round trips, one after the other. So a sync whose creations
 // all succeeded leaves the next one (within slowStartWarmFor) starting at
-// twice its largest batch, up to the burst; any failure, or the
+// twice its largest batch, up to slowStartWarmCap; any failure, or the
 // ReplicaSet's deletion, starts it again at 1. A ReplicaSet that cannot
 // create pods still makes one failing request per sync; one that starts
 // failing in the middle of a scale-up makes at most one failing batch
