@@ -283,6 +283,10 @@ spec: {size: 3, bogus: true}
 			strings.Join(strings.Fields(lines[1]), " ") != "w1 3 red" {
 			t.Errorf("kubectl get widgets:\n%s", out)
 		}
+		// categories: [all] puts widgets in `kubectl get all`.
+		if out := k.ok(t, "", "get", "all", "-n", "default"); !strings.Contains(out, "widget.example.com/w1") {
+			t.Errorf("kubectl get all lacks the widget:\n%s", out)
+		}
 		// The other version serves the same object, apiVersion rewritten.
 		old, err := dyn.Resource(widgets.GroupResource().WithVersion("v1beta1")).Namespace("default").Get(ctx, "w1", metav1.GetOptions{})
 		if err != nil || old.GetAPIVersion() != "example.com/v1beta1" {

@@ -20,6 +20,15 @@
 // key during PreFilter/PreScore and only read it during Filter/Score, which
 // is what makes the parallel calls safe without locks.
 //
+// Filter and Score run for hundreds of nodes per pod, so their cost is
+// mostly memory traffic. Three things keep it down: a NodeInfo holds its
+// resource sums and copies of the node fields the per-node loops read
+// (name, taints, cordon, zone and hostname labels: see Label) inside one
+// allocation; a Score plugin may also implement BatchScorer to score a
+// range of nodes per call; and a Snapshot logs which NodeInfoList
+// positions each update replaced (ChangedSince), so plugins that keep
+// indexes across cycles look at the changed nodes instead of every node.
+//
 // This package does no I/O; internal/scheduler runs the cycle and
 // internal/scheduler/plugins implements the plugins.
 package framework
