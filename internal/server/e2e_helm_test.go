@@ -102,7 +102,7 @@ func TestHelm(t *testing.T) {
 		if len(tbls) != 1 {
 			t.Fatalf("kubectl get widgets: want one table, got %d", len(tbls))
 		}
-		checkTable(t, tbls[0], cols("NAME|SIZE|AGE"), "NAME", "demo-widget", map[string]string{"SIZE": "small"})
+		checkTable(t, tbls[0], cols("NAME|SIZE"), "NAME", "demo-widget", map[string]string{"SIZE": "small"})
 	})
 	t.Run("upgrade", func(t *testing.T) {
 		run(t, "upgrade", "demo", chart, "--wait", "--timeout", "90s", "--set", "replicas=3,greeting=bye,size=large")
