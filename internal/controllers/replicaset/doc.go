@@ -58,7 +58,22 @@
 // 2, 4, ... sent concurrently; the first batch with a failure ends the
 // sync. A ReplicaSet over its quota thus makes one failing request per
 // sync, with an event "Error creating: ..." and the ReplicaFailure
-// condition (reason FailedCreate), not 500. Each pod gets the template's
+// condition (reason FailedCreate), not 500. A sync whose creations all
+// succeeded lets the next one (within a minute) start at twice its
+// largest batch, up to 250, so a scale-up of 10,000 does not go through
+// nine round trips per 500 (slowStartMemory); a failure starts again at 1.
+//
+// # Counting
+//
+// Pod events that can only change the counts (a pod bound, Running,
+// ready; a creation seen while others are awaited; the controller's own
+// status write) sync the ReplicaSet at most once per StatusBatchPeriod
+// (200 ms) after its previous sync ended, so thousands of pods changing
+// at once cost a few recounts, not one each (statusBatcher). Events that
+// may call for creating or deleting pods sync at once. A recount
+// remembers each pod object's label answers (labelMemo), and a sync that
+// follows the controller's own status write before the cache has it
+// starts from the written copy instead of conflicting (writtenStatus). Each pod gets the template's
 // labels, annotations, finalizers and spec, the name prefix "<name>-" and
 // the event "Created pod: <name>".
 //
