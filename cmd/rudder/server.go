@@ -15,6 +15,7 @@ import (
 func serverCommand() *cobra.Command {
 	var cfg server.Config
 	var notReadySeconds, unreachableSeconds int64
+	var simKubelet bool
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: embedded etcd and the API server",
@@ -28,6 +29,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.DefaultNotReadyTolerationSeconds = &notReadySeconds
 			cfg.DefaultUnreachableTolerationSeconds = &unreachableSeconds
+			cfg.SimulatedNodesNoKubeletAPI = !simKubelet
 			srv, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -54,6 +56,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
+	f.BoolVar(&simKubelet, "simulated-nodes-kubelet-api", true, "simulated nodes serve the kubelet API (kubectl top, kubectl logs) on loopback addresses 127.1.x.y")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 50*time.Second, "how long a node may go without renewing its lease before it is marked NotReady and tainted")
 	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the in-process scheduler (to run another one against this API server)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")

@@ -3,22 +3,27 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rudder-dev/rudder/internal/pki"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
 
 func simnodesCommand() *cobra.Command {
 	var (
-		kubeconfig string
-		cfg        simnode.Config
-		capacity   map[string]string
-		labels     map[string]string
-		taints     []string
+		kubeconfig  string
+		cfg         simnode.Config
+		capacity    map[string]string
+		labels      map[string]string
+		taints      []string
+		kubeletAPI  bool
+		kubeletCA   string
+		kubeletPort int
 	)
 	cmd := &cobra.Command{
 		Use:   "simnodes",
@@ -36,7 +41,14 @@ Stop a node as if its machine died, and start it again:
   kubectl annotate node sim-3 simnode.rudder.dev/stopped-
 
 Pick how a Job pod ends with annotations on the pod:
-simnode.rudder.dev/run-duration=30s, simnode.rudder.dev/exit-code=1.`,
+simnode.rudder.dev/run-duration=30s, simnode.rudder.dev/exit-code=1.
+
+With --kubelet-api the nodes also serve the kubelet API (for kubectl top and
+kubectl logs through the API server) on loopback addresses 127.1.0.1,
+127.1.0.2, ...; --kubelet-ca-dir names the cluster's CA (ca.crt and ca.key,
+such as rudder's <data-dir>/pki), which issues their certificate and which
+they trust for clients. Set a pod's usage with simnode.rudder.dev/cpu-usage
+and simnode.rudder.dev/memory-usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rc, err := clientConfig(kubeconfig, "rudder-simnodes")
@@ -57,6 +69,15 @@ simnode.rudder.dev/run-duration=30s, simnode.rudder.dev/exit-code=1.`,
 				cfg.Taints = append(cfg.Taints, t)
 			}
 			cfg.Labels = labels
+			if kubeletAPI {
+				if cfg.KubeletAPI, err = simnodesKubeletAPI(kubeletCA); err != nil {
+					return err
+				}
+				cfg.KubeletAPI.Port = kubeletPort
+				if !cmd.Flags().Changed("node-ip-range") {
+					cfg.NodeIPRange = "" // loopback addresses, 127.1.0.1 up
+				}
+			}
 			return simnode.Run(cmd.Context(), cfg)
 		},
 	}
@@ -77,8 +98,11 @@ simnode.rudder.dev/run-duration=30s, simnode.rudder.dev/exit-code=1.`,
 	f.DurationVar(&cfg.JobDuration, "job-duration", 0, "how long restartPolicy Never/OnFailure pods run (default 5s)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", 0, "node lease duration; renewed every quarter of it (default 40s)")
 	f.IntVar(&cfg.NodeWorkers, "node-workers", 0, "concurrent lease and status writes (default 8)")
-	f.IntVar(&cfg.PodWorkers, "pod-workers", 0, "concurrent pod writes (default 16)")
+	f.IntVar(&cfg.PodWorkers, "pod-workers", 0, "concurrent pod writes (default one per 16 nodes, 16 to 64)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the spread of renewals and generated IDs")
+	f.BoolVar(&kubeletAPI, "kubelet-api", false, "serve the kubelet API (metrics for kubectl top, logs) on loopback addresses 127.1.x.y; needs --kubelet-ca-dir")
+	f.StringVar(&kubeletCA, "kubelet-ca-dir", "", "directory with the cluster CA's ca.crt and ca.key (rudder's <data-dir>/pki), read only")
+	f.IntVar(&kubeletPort, "kubelet-port", 0, "port the kubelet API listens on at every node's address (0 picks a free one)")
 	return cmd
 }
 
@@ -111,4 +135,21 @@ func parseTaint(s string) (corev1.Taint, error) {
 		return t, fmt.Errorf("--taint %q: empty key", s)
 	}
 	return t, nil
+}
+
+// simnodesKubeletAPI issues the nodes' serving certificate from the CA in
+// dir and trusts that CA for clients (the API server's kubelet client).
+func simnodesKubeletAPI(dir string) (*simnode.KubeletAPI, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("--kubelet-api needs --kubelet-ca-dir")
+	}
+	ca, err := pki.LoadCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := ca.IssueServingCert(pki.SimNodeServingCommonName, nil, nil, 365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return &simnode.KubeletAPI{ServingCert: cert, ClientCAs: ca.CAPool}, nil
 }

@@ -515,6 +515,7 @@ func crdScale(sc *apiextensionsv1.CustomResourceSubresourceScale) *registry.Scal
 		Set: func(obj runtime.Object, replicas int32) {
 			customresource.SetPath(obj.(*unstructured.Unstructured).Object, sc.SpecReplicasPath, int64(replicas))
 		},
+		SpecReplicasPath: sc.SpecReplicasPath,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
@@ -102,8 +103,9 @@ type crdOpenAPI struct {
 	v2Defs  map[string]interface{}
 	v2Paths map[string]interface{}
 	v2Once  sync.Once
-	v2      []byte
-	v2ETag  string
+	// v2 serves the merged document as JSON or protobuf, with
+	// kube-openapi's negotiation, ETag and gzip, as the built-in one is.
+	v2 http.Handler
 }
 
 // buildCRDOpenAPI describes every served version of the given
@@ -169,6 +171,15 @@ func buildCRDOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition) *crdOpenA
 		out.v2Defs[name] = s
 	}
 	crdPaths(out.v2Paths, crdSelf, &crdSelf.Spec.Versions[0], model, listModel, true)
+	// Its group has a document of its own, as every built-in group does:
+	// the group discovery path. Custom groups have none, as upstream.
+	groupDoc := &gvDoc{paths: map[string]interface{}{}, schemas: map[string]interface{}{}}
+	for k, m := range meta {
+		groupDoc.schemas[k] = m
+	}
+	groupDoc.paths["/apis/apiextensions.k8s.io/"] = apiGroupPath("apiextensions.k8s.io", false)
+	byGV["apis/apiextensions.k8s.io"] = groupDoc
+	out.v2Paths["/apis/apiextensions.k8s.io/"] = apiGroupPath("apiextensions.k8s.io", true)
 
 	for key, d := range byGV {
 		doc := map[string]interface{}{
@@ -319,13 +330,44 @@ func crdPaths(paths map[string]interface{}, crd *apiextensionsv1.CustomResourceD
 			o := p[verb].(map[string]interface{})
 			o["responses"] = map[string]interface{}{"200": ref("io.k8s.api.autoscaling.v1.Scale")}
 			o["x-kubernetes-group-version-kind"] = map[string]interface{}{"group": "autoscaling", "version": "v1", "kind": "Scale"}
-			delete(o, "requestBody")
+			// A scale write sends a Scale, not the custom object.
+			if rb, ok := o["requestBody"].(map[string]interface{}); ok {
+				for _, c := range rb["content"].(map[string]interface{}) {
+					c.(map[string]interface{})["schema"] = map[string]interface{}{"$ref": refPrefix + "io.k8s.api.autoscaling.v1.Scale"}
+				}
+			}
 			if v2 && verb != "get" {
 				o["parameters"] = append([]interface{}{map[string]interface{}{"name": "body", "in": "body", "required": true,
 					"schema": map[string]interface{}{"$ref": refPrefix + "io.k8s.api.autoscaling.v1.Scale"}}}, o["parameters"].([]interface{})[1:]...)
 			}
 		}
 	}
+}
+
+// apiGroupPath is the group discovery path /apis/<group>/, which answers
+// the group's APIGroup.
+func apiGroupPath(group string, v2 bool) map[string]interface{} {
+	const model = "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"
+	types := []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}
+	get := map[string]interface{}{
+		"description": "get information of a group",
+		"operationId": "get" + camelGroup(strings.Split(group, ".")[0]) + "APIGroup",
+		"tags":        []string{strings.Split(group, ".")[0]},
+	}
+	if v2 {
+		get["consumes"], get["produces"] = types, types
+		get["schemes"] = []string{"https"}
+		get["responses"] = map[string]interface{}{"200": map[string]interface{}{"description": "OK",
+			"schema": map[string]interface{}{"$ref": "#/definitions/" + model}}, "401": map[string]interface{}{"description": "Unauthorized"}}
+	} else {
+		content := map[string]interface{}{}
+		for _, t := range types {
+			content[t] = map[string]interface{}{"schema": map[string]interface{}{"$ref": "#/components/schemas/" + model}}
+		}
+		get["responses"] = map[string]interface{}{"200": map[string]interface{}{"description": "OK", "content": content},
+			"401": map[string]interface{}{"description": "Unauthorized"}}
+	}
+	return map[string]interface{}{"get": get}
 }
 
 // camelGroup is the operation-id form of a group: "example.com" →
@@ -352,21 +394,11 @@ func (s *Server) serveCRDOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	if p == "/openapi/v2" {
-		// The protobuf form stays the built-in kinds' alone: clients that
-		// read custom kinds from OpenAPI (kubectl) use v3, or v2 as JSON.
-		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
-			return false
-		}
-		docs.v2Once.Do(func() { docs.v2, docs.v2ETag = s.mergeCRDOpenAPIV2(r, docs) })
+		docs.v2Once.Do(func() { docs.v2 = s.mergeCRDOpenAPIV2(r, docs) })
 		if docs.v2 == nil {
 			return false
 		}
-		w.Header().Set("Etag", docs.v2ETag)
-		if r.Header.Get("If-None-Match") == docs.v2ETag {
-			w.WriteHeader(http.StatusNotModified)
-			return true
-		}
-		writeBytes(w, http.StatusOK, mediaJSON, docs.v2)
+		docs.v2.ServeHTTP(w, r)
 		return true
 	}
 	if p == "/openapi/v3" {
@@ -420,8 +452,11 @@ func (s *Server) serveCRDOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // mergeCRDOpenAPIV2 adds the custom definitions and paths to the built-in
-// /openapi/v2 document, or returns nil when that cannot be read.
-func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) ([]byte, string) {
+// /openapi/v2 document and returns the handler serving the result in both
+// of v2's encodings (clients that read OpenAPI as protobuf, such as
+// kubectl's v2 fallback, see custom kinds too), or nil when the built-in
+// document cannot be read.
+func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) http.Handler {
 	rec := httptest.NewRecorder()
 	r2 := r.Clone(r.Context())
 	for _, h := range []string{"Accept-Encoding", "If-None-Match", "If-Modified-Since"} {
@@ -431,33 +466,44 @@ func (s *Server) mergeCRDOpenAPIV2(r *http.Request, docs *crdOpenAPI) ([]byte, s
 	s.openapi.svc.Serve(rec, r2)
 	var doc map[string]json.RawMessage
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
-		return nil, ""
+		return nil
 	}
 	for key, add := range map[string]map[string]interface{}{"definitions": docs.v2Defs, "paths": docs.v2Paths} {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(doc[key], &m) != nil {
-			return nil, ""
+			return nil
 		}
 		for name, v := range add {
 			data, err := json.Marshal(v)
 			if err != nil {
-				return nil, ""
+				return nil
 			}
 			m[name] = data
 		}
 		data, err := json.Marshal(m)
 		if err != nil {
-			return nil, ""
+			return nil
 		}
 		doc[key] = data
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return nil, ""
+		return nil
 	}
-	sum := sha512.Sum512(data)
-	return data, `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`
+	swagger := &spec.Swagger{}
+	if err := json.Unmarshal(data, swagger); err != nil {
+		slog.Error("OpenAPI v2 with custom resources", "err", err)
+		return nil
+	}
+	mux := &crdV2Mux{}
+	handler.NewOpenAPIService(swagger).RegisterOpenAPIVersionedService("/openapi/v2", mux)
+	return mux.h
 }
+
+// crdV2Mux keeps the one handler kube-openapi registers.
+type crdV2Mux struct{ h http.Handler }
+
+func (m *crdV2Mux) Handle(_ string, h http.Handler) { m.h = h }
 
 // openAPIDocs returns the documents of the definitions served now,
 // building them if they changed since the last request.

@@ -57,7 +57,7 @@ type subresource struct {
 func subresourcesOf(res *registry.Resource) []subresource {
 	self := metav1.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
 	var out []subresource
-	if res.Resource == "pods" {
+	if res.Resource == "pods" && res.Group == "" {
 		out = append(out, subresource{"binding", metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 	}
 	out = append(out, streamSubresources(res)...)
@@ -81,6 +81,7 @@ func subresourcesOf(res *registry.Resource) []subresource {
 
 func newDiscoveryCache(all []*registry.Resource, groups []groupVersions) *discoveryCache {
 	d := &discoveryCache{groups: map[string][]byte{}, resources: map[string][]byte{}, aggregatedEncoded: map[string][]byte{}}
+	all, groups = rmDiscovery(all, groups)
 	byGV := map[string][]*registry.Resource{}
 	for _, res := range all {
 		gv := res.GroupVersion().String()

@@ -26,7 +26,12 @@ package apiserver
 // and version, turns the unstructured results of an apply back into the
 // resource's Go type, and refuses every other version, which the field
 // manager takes as "this entry's version is not served" and drops the
-// entry, as upstream does for a version it no longer serves.
+// entry, as upstream does for a version it no longer serves. The versions
+// of a kind served from the same objects (autoscaling/v1 and v2
+// HorizontalPodAutoscalers, core and events.k8s.io Events) are the
+// exception: their entries are converted, so a manager that wrote
+// through one version keeps its fields across writes through the other
+// (managedfields_versions.go).
 
 import (
 	"bytes"
@@ -62,6 +67,8 @@ import (
 type fieldManagers struct {
 	mu    sync.Mutex
 	bySub map[string]*managedfields.FieldManager
+	// scale merges applied autoscaling/v1 Scales (scale_apply.go).
+	scale *managedfields.FieldManager
 }
 
 // fieldManager returns the field manager of writes through subresource.
@@ -76,7 +83,7 @@ func (h *resourceHandler) fieldManager(subresource string) (*managedfields.Field
 		return nil, err
 	}
 	tc = lazyTypeConverter{tc}
-	sc := &resourceScheme{gvk: h.gvk, res: h.res}
+	sc := &resourceScheme{gvk: h.gvk, res: h.res, peers: h.versionPeers()}
 	reset := resetFilters(h.res, h.gvk.GroupVersion(), subresource)
 	newFM := managedfields.NewDefaultFieldManager
 	if h.res.CustomResource {
@@ -191,9 +198,18 @@ func resetFilters(res *registry.Resource, gv schema.GroupVersion, subresource st
 type resourceScheme struct {
 	gvk schema.GroupVersionKind
 	res *registry.Resource
+	// peers are the other versions of the kind served from the same
+	// objects (managedfields_versions.go), by group version; nil for a
+	// kind served in one version.
+	peers map[schema.GroupVersion]*registry.Resource
 }
 
 func (s *resourceScheme) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if peer := s.peers[gvk.GroupVersion()]; peer != nil && gvk.Kind == s.gvk.Kind && gvk != s.gvk {
+		obj := peer.New()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return obj, nil
+	}
 	if gvk != s.gvk {
 		return nil, runtime.NewNotRegisteredErrForKind("rudder", gvk)
 	}
@@ -247,6 +263,9 @@ func (s *resourceScheme) ConvertToVersion(in runtime.Object, target runtime.Grou
 		out := u.DeepCopy()
 		out.SetAPIVersion(to.String())
 		return out, nil
+	}
+	if from.Kind == s.gvk.Kind && (from.GroupVersion() != s.gvk.GroupVersion() || to != s.gvk.GroupVersion()) && s.peers != nil {
+		return s.convertPeer(in, from, to)
 	}
 	if from.GroupVersion() != s.gvk.GroupVersion() || to != s.gvk.GroupVersion() || from.Kind != s.gvk.Kind {
 		return nil, runtime.NewNotRegisteredGVKErrForTarget("rudder", from, target)

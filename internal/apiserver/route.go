@@ -20,6 +20,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.routeNonResource(w, r, info)
 		return
 	}
+	if info.APIGroup == rmGroup {
+		s.serveResourceMetrics(w, r, info) // resourcemetrics_serve.go
+		return
+	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	if v, ok := s.virtual[gvr]; ok && len(info.Parts) <= 3 {
 		v.serveReview(w, r, info)

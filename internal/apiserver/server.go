@@ -74,6 +74,9 @@ type Server struct {
 	// nodes forwards logs, exec, attach, port-forward and proxy requests
 	// to nodes; nil until SetNodeConnector (see streaming.go).
 	nodes NodeConnector
+	// resourceMetrics scrapes kubelets for metrics.k8s.io
+	// (resourcemetrics.go); it has no dialer until SetKubeletClient.
+	resourceMetrics *rmScraper
 	// groups lists API groups and versions in discovery order.
 	groups []groupVersions
 	// discovery is swapped whole when custom resources come or go.
@@ -124,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 		ready:     make(chan struct{}),
 	}
 	s.codec = storage.NewCodec(s.codecs.scheme)
+	s.resourceMetrics = newRMScraper(cfg.Clock)
 	seen := map[string]int{}
 	for _, res := range cfg.Resources {
 		gvr := res.GroupVersionResource()

@@ -55,6 +55,30 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, namespac
 		h.s.writeError(w, r, err)
 		return
 	}
+	if r.Method == http.MethodPatch && h.res.CustomResource && contentType(r) == mediaStrategicPatch {
+		// A custom resource's Scale takes the patch types the resource
+		// takes, as upstream.
+		h.s.writeError(w, r, unsupportedMediaType(h.patchTypes()...))
+		return
+	}
+	if r.Method == http.MethodPatch && contentType(r) == mediaApplyPatchYAML {
+		opts, err := parseWriteOptions(r, "PatchOptions", mediaApplyPatchYAML)
+		if err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+		req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: opts.dryRun,
+			mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
+				return h.applyScale(w, cur, name, body, opts)
+			}}
+		out, _, err := h.guaranteedUpdate(r.Context(), req)
+		if err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+		h.s.writeObject(w, r, t, http.StatusOK, nil, h.scaleOf(out))
+		return
+	}
 	scaleRef := kindRef{kind: scaleGVK, newObject: func() runtime.Object { return &autoscalingv1.Scale{} }}
 	req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: isDry,
 		track: true, manager: requestManager(r), managedSubresource: "scale",

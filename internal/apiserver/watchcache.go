@@ -245,9 +245,23 @@ func (c *watchCache) wakeLocked() {
 // the caller reads etcd instead.
 var errNotFresh = errors.New("watch cache not fresh")
 
+// progressRetryFirst and progressRetryMax space out the repeated
+// progress requests of one waitFresh.
+const (
+	progressRetryFirst = 50 * time.Millisecond
+	progressRetryMax   = 400 * time.Millisecond
+)
+
 // waitFresh waits until the cache reflects at least rev, asking etcd for a
 // progress notification so an idle resource catches up with writes to
 // others. It gives up after timeout.
+//
+// It asks again while it waits (after 50 ms, doubling to 400 ms): etcd
+// answers a progress request only when every watch on the stream has
+// caught up, and drops it otherwise. Under a heavy write load (10,000
+// pods being created) the pods watch is often behind, so a single
+// request was often lost, and a consistent GET of a quiet resource (a
+// ReplicaSet) then waited the whole timeout and read etcd after it: 3-5 s.
 func (c *watchCache) waitFresh(ctx context.Context, rev int64, timeout time.Duration) error {
 	select {
 	case <-c.ready:
@@ -256,7 +270,14 @@ func (c *watchCache) waitFresh(ctx context.Context, rev int64, timeout time.Dura
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	asked := false
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	wait := progressRetryFirst
 	for {
 		c.mu.RLock()
 		cur, notify := c.rev, c.notify
@@ -264,14 +285,21 @@ func (c *watchCache) waitFresh(ctx context.Context, rev int64, timeout time.Dura
 		if cur >= rev {
 			return nil
 		}
-		if !asked {
-			asked = true
+		if retry == nil {
 			if err := c.store.RequestProgress(ctx); err != nil {
 				return err
 			}
+			retry = time.NewTimer(wait)
+			retryC = retry.C
 		}
 		select {
 		case <-notify:
+		case <-retryC:
+			if err := c.store.RequestProgress(ctx); err != nil {
+				return err
+			}
+			wait = min(2*wait, progressRetryMax)
+			retry.Reset(wait)
 		case <-deadline.C:
 			return errNotFresh
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers"
+	"github.com/rudder-dev/rudder/internal/pki"
 	"github.com/rudder-dev/rudder/internal/scheduler"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -94,7 +96,17 @@ func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error 
 	}
 	// Three zones, as a cluster usually spans: topology spreading has
 	// something to spread over.
-	fleet, err := simnode.New(simnode.Config{Client: client, Count: cfg.SimulatedNodes, Zones: 3})
+	sc := simnode.Config{Client: client, Count: cfg.SimulatedNodes, Zones: 3}
+	if !cfg.SimulatedNodesNoKubeletAPI {
+		// Each node serves the kubelet API on its own loopback address,
+		// with a certificate of the cluster CA, for kubectl top and logs.
+		cert, err := s.PKI.IssueServingCert(pki.SimNodeServingCommonName, nil, nil, 365*24*time.Hour)
+		if err != nil {
+			return err
+		}
+		sc.KubeletAPI = &simnode.KubeletAPI{ServingCert: cert, ClientCAs: s.PKI.CAPool}
+	}
+	fleet, err := simnode.New(sc)
 	if err != nil {
 		return err
 	}

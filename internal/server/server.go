@@ -74,6 +74,10 @@ type Config struct {
 	// (internal/simnode) once the API serves. They are API clients like
 	// any other, over the HTTPS listener with the admin credentials.
 	SimulatedNodes int
+	// SimulatedNodesNoKubeletAPI keeps the simulated nodes from serving
+	// the kubelet API (kubectl top and logs) on loopback addresses; they
+	// then advertise kubelet port 0.
+	SimulatedNodesNoKubeletAPI bool
 	// DisableScheduler leaves pods unscheduled (for running another
 	// scheduler, or none, against this API server).
 	DisableScheduler bool
@@ -272,6 +276,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	slog.Info("admission chain", "plugins", chain.Names())
 	api.SetAdmission(chain)
+	// The API server reaches kubelets (simulated nodes on loopback) for
+	// logs and metrics with its own client certificate.
+	kubeletCert, err := bundle.KubeletClientCert(365 * 24 * time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	api.SetKubeletClient(apiserver.KubeletClientConfig{Cert: kubeletCert, CAs: bundle.CAPool})
 	s.API = api
 	if err := api.Start(ctx); err != nil {
 		return nil, err

@@ -111,7 +111,8 @@
 // queues: one timer heap and goroutine each) drive everything: one for
 // node work (registration, lease renewals, status checks) and one for
 // pods, each drained by a fixed pool of workers (NodeWorkers 8, PodWorkers
-// 16), so a burst of pods never delays a lease renewal. The fleet's
+// one per 16 nodes, 16 to 64), so a burst of pods never delays a lease
+// renewal. The fleet's
 // informers drop managedFields. A node's own state is a few hundred bytes,
 // plus its Node (in the fleet's informer) and its last Lease.
 //

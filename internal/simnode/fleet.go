@@ -170,6 +170,11 @@ func (f *Fleet) Start(ctx context.Context) error {
 		f.cancelMu.Lock()
 		f.cancel = cancel
 		f.cancelMu.Unlock()
+		// Listen before registering: nodes advertise the port.
+		if err = f.startKubeletAPI(ctx); err != nil {
+			cancel()
+			return
+		}
 		f.spawn(func() { f.nodeInformer.RunWithContext(ctx) })
 		f.spawn(func() { f.podInformer.RunWithContext(ctx) })
 		for range f.cfg.NodeWorkers {

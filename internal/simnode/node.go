@@ -155,7 +155,8 @@ func nodeStatus(cfg *Config, n *simNode, cur corev1.NodeStatus, now time.Time) c
 		{Type: corev1.NodeInternalIP, Address: n.ip.String()},
 		{Type: corev1.NodeHostName, Address: n.name},
 	}
-	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}
+	// Port 0 unless the node serves the kubelet API: nothing to dial.
+	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: cfg.kubeletPort}}
 	st.NodeInfo = corev1.NodeSystemInfo{
 		MachineID:               n.machine,
 		SystemUUID:              n.uuid,

@@ -169,4 +169,8 @@ type ScaleAccess struct {
 	Get func(obj runtime.Object) (spec, status int32, selector string)
 	// Set writes spec replicas.
 	Set func(obj runtime.Object, replicas int32)
+	// SpecReplicasPath is where Set writes, as a JSON path
+	// (".spec.replicas" when empty): server-side apply on /scale maps the
+	// Scale's managed fields onto it.
+	SpecReplicasPath string
 }

@@ -1,0 +1,255 @@
+package simnode
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Annotations that set a pod's simulated usage, reported by the kubelet
+// API's /metrics/resource (and so by kubectl top).
+const (
+	// AnnotationCPUUsage is the pod's CPU use, a quantity ("250m"),
+	// shared evenly by its running containers.
+	AnnotationCPUUsage = "simnode.rudder.dev/cpu-usage"
+	// AnnotationMemoryUsage is the pod's memory working set ("300Mi"),
+	// shared evenly by its running containers.
+	AnnotationMemoryUsage = "simnode.rudder.dev/memory-usage"
+)
+
+// Without annotations a container uses a fixed fraction of its requests,
+// between usageMinFraction and usageMinFraction+usageSpread, picked by a
+// hash of the pod's UID and the container's name: pods differ, and each
+// reports the same every time. A container without a request uses the
+// floor.
+const (
+	usageMinFraction = 0.25
+	usageSpread      = 0.5
+	usageFloorCPU    = 0.001             // cores
+	usageFloorMemory = 4 * 1024 * 1024   // bytes
+	nodeOverheadCPU  = 0.1               // cores: the system and the kubelet
+	nodeOverheadMem  = 512 * 1024 * 1024 // bytes
+)
+
+// containerUse is one running container's usage.
+type containerUse struct {
+	namespace, pod, container string
+	cpuCores                  float64
+	memoryBytes               float64
+	started                   time.Time
+	cpuSeconds                float64 // the cumulative counter, set by nodeCPU.advance
+}
+
+// usage is a node's usage: its running containers and their sum plus the
+// system overhead.
+type usage struct {
+	containers  []containerUse
+	cpuCores    float64
+	memoryBytes float64
+}
+
+// nodeUsage is the usage of a node running pods.
+func nodeUsage(pods []*corev1.Pod) usage {
+	u := usage{cpuCores: nodeOverheadCPU, memoryBytes: nodeOverheadMem}
+	for _, p := range pods {
+		for _, c := range podUsage(p) {
+			u.containers = append(u.containers, c)
+			u.cpuCores += c.cpuCores
+			u.memoryBytes += c.memoryBytes
+		}
+	}
+	sort.Slice(u.containers, func(i, j int) bool {
+		a, b := u.containers[i], u.containers[j]
+		if a.namespace != b.namespace {
+			return a.namespace < b.namespace
+		}
+		if a.pod != b.pod {
+			return a.pod < b.pod
+		}
+		return a.container < b.container
+	})
+	return u
+}
+
+// podUsage is the usage of each running container of pod: the
+// annotations' share when set, else a fraction of its requests.
+func podUsage(pod *corev1.Pod) []containerUse {
+	var running []corev1.ContainerStatus
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			running = append(running, cs)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	cpuAnn, cpuSet := annotationQuantity(pod, AnnotationCPUUsage)
+	memAnn, memSet := annotationQuantity(pod, AnnotationMemoryUsage)
+	share := float64(len(running))
+	out := make([]containerUse, 0, len(running))
+	for _, cs := range running {
+		var req corev1.ResourceList
+		if spec := kubeletContainerSpec(pod, cs.Name); spec != nil {
+			req = spec.Resources.Requests
+		}
+		frac := usageFraction(string(pod.UID), cs.Name)
+		u := containerUse{namespace: pod.Namespace, pod: pod.Name, container: cs.Name, started: cs.State.Running.StartedAt.Time}
+		if cpuSet {
+			u.cpuCores = cpuAnn.AsApproximateFloat64() / share
+		} else {
+			u.cpuCores = max(frac*requestOf(req, corev1.ResourceCPU), usageFloorCPU)
+		}
+		if memSet {
+			u.memoryBytes = memAnn.AsApproximateFloat64() / share
+		} else {
+			u.memoryBytes = max(frac*requestOf(req, corev1.ResourceMemory), usageFloorMemory)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func annotationQuantity(pod *corev1.Pod, key string) (resource.Quantity, bool) {
+	v, ok := pod.Annotations[key]
+	if !ok {
+		return resource.Quantity{}, false
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() < 0 {
+		return resource.Quantity{}, false
+	}
+	return q, true
+}
+
+func requestOf(req corev1.ResourceList, name corev1.ResourceName) float64 {
+	q, ok := req[name]
+	if !ok {
+		return 0
+	}
+	return q.AsApproximateFloat64()
+}
+
+// usageFraction is the share of its requests a container uses, fixed by
+// the pod's UID and the container's name.
+func usageFraction(uid, container string) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(uid))
+	h.Write([]byte{0})
+	h.Write([]byte(container))
+	return usageMinFraction + usageSpread*float64(h.Sum64()%1000)/1000
+}
+
+// resourceMetricsText is the kubelet's /metrics/resource at now: the
+// Prometheus text format, every sample stamped with now. CPU counters
+// are cumulative core-seconds, as the caller accumulated them
+// (nodeCPU.advance).
+func resourceMetricsText(u usage, nodeCPUSeconds float64, now time.Time) []byte {
+	ts := strconv.FormatInt(now.UnixMilli(), 10)
+	var b strings.Builder
+	metric := func(name, typ, help string) {
+		fmt.Fprintf(&b, "# HELP %s [STABLE] %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	cLabels := func(c containerUse) string {
+		return fmt.Sprintf("{container=%q,namespace=%q,pod=%q}", c.container, c.namespace, c.pod)
+	}
+	cpuSeconds := func(c containerUse) float64 { return c.cpuSeconds }
+
+	metric("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the container in core-seconds")
+	for _, c := range u.containers {
+		fmt.Fprintf(&b, "container_cpu_usage_seconds_total%s %s %s\n", cLabels(c), num(cpuSeconds(c)), ts)
+	}
+	metric("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes")
+	for _, c := range u.containers {
+		fmt.Fprintf(&b, "container_memory_working_set_bytes%s %s %s\n", cLabels(c), num(c.memoryBytes), ts)
+	}
+	metric("container_start_time_seconds", "gauge", "Start time of the container since unix epoch in seconds")
+	for _, c := range u.containers {
+		if !c.started.IsZero() {
+			fmt.Fprintf(&b, "container_start_time_seconds%s %s %s\n", cLabels(c), num(float64(c.started.UnixNano())/1e9), ts)
+		}
+	}
+	metric("node_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the node in core-seconds")
+	fmt.Fprintf(&b, "node_cpu_usage_seconds_total %s %s\n", num(nodeCPUSeconds), ts)
+	metric("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes")
+	fmt.Fprintf(&b, "node_memory_working_set_bytes %s %s\n", num(u.memoryBytes), ts)
+
+	// Pod sums, in container order (sorted by namespace and pod).
+	type podSum struct {
+		ns, pod  string
+		cpu, mem float64
+	}
+	var sums []podSum
+	for _, c := range u.containers {
+		if len(sums) == 0 || sums[len(sums)-1].ns != c.namespace || sums[len(sums)-1].pod != c.pod {
+			sums = append(sums, podSum{ns: c.namespace, pod: c.pod})
+		}
+		s := &sums[len(sums)-1]
+		s.cpu += cpuSeconds(c)
+		s.mem += c.memoryBytes
+	}
+	metric("pod_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the pod in core-seconds")
+	for _, s := range sums {
+		fmt.Fprintf(&b, "pod_cpu_usage_seconds_total{namespace=%q,pod=%q} %s %s\n", s.ns, s.pod, num(s.cpu), ts)
+	}
+	metric("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes")
+	for _, s := range sums {
+		fmt.Fprintf(&b, "pod_memory_working_set_bytes{namespace=%q,pod=%q} %s %s\n", s.ns, s.pod, num(s.mem), ts)
+	}
+	metric("resource_scrape_error", "gauge", "1 if there was an error while getting container metrics, 0 otherwise")
+	b.WriteString("resource_scrape_error 0\n")
+	return []byte(b.String())
+}
+
+type logLine struct {
+	at   time.Time
+	text string
+}
+
+// containerLog is the synthesized log of one of pod's containers.
+func containerLog(pod *corev1.Pod, container, node string) ([]logLine, error) {
+	spec := kubeletContainerSpec(pod, container)
+	if spec == nil {
+		return nil, fmt.Errorf("container %q not found in pod %s/%s", container, pod.Namespace, pod.Name)
+	}
+	var started time.Time
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name != container {
+				continue
+			}
+			switch {
+			case cs.State.Running != nil:
+				started = cs.State.Running.StartedAt.Time
+			case cs.State.Terminated != nil:
+				started = cs.State.Terminated.StartedAt.Time
+			}
+		}
+	}
+	if started.IsZero() {
+		return nil, fmt.Errorf("container %q in pod %s/%s is waiting to start", container, pod.Namespace, pod.Name)
+	}
+	return []logLine{
+		{started, fmt.Sprintf("simnode: starting container %s (image %s) of pod %s/%s on node %s", container, spec.Image, pod.Namespace, pod.Name, node)},
+		{started, "simnode: this is a simulated node; no process runs and this log is synthesized"},
+		{started.Add(time.Millisecond), fmt.Sprintf("simnode: container %s is running", container)},
+	}, nil
+}
+
+// kubeletContainerSpec finds a container or init container by name, or nil.
+func kubeletContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
