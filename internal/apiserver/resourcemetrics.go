@@ -48,6 +48,8 @@ type rmScraper struct {
 	dialer *kubeletDialer // nil: no kubelet client, so no metrics
 	clock  clock.Clock
 	sem    chan struct{}
+	// resolution and firstGap are rmResolution and rmFirstGap but in tests.
+	resolution, firstGap time.Duration
 
 	mu    sync.Mutex
 	nodes map[string]*rmNodeState
@@ -90,7 +92,8 @@ type rmContainerUsage struct {
 }
 
 func newRMScraper(c clock.Clock) *rmScraper {
-	return &rmScraper{clock: c, sem: make(chan struct{}, rmConcurrency), nodes: map[string]*rmNodeState{}}
+	return &rmScraper{clock: c, sem: make(chan struct{}, rmConcurrency), nodes: map[string]*rmNodeState{},
+		resolution: rmResolution, firstGap: rmFirstGap}
 }
 
 // usage returns node's usage, from the cache when fresh.
@@ -112,7 +115,7 @@ func (m *rmScraper) usage(ctx context.Context, node *corev1.Node) (*rmUsage, err
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := m.clock.Now()
-	if st.cur != nil && st.prev != nil && now.Sub(st.cur.at) < rmResolution {
+	if st.cur != nil && st.prev != nil && now.Sub(st.cur.at) < m.resolution {
 		return rmCompute(st.prev, st.cur), nil
 	}
 	if st.cur != nil && now.Sub(st.cur.at) > rmMaxPaused {
@@ -127,7 +130,7 @@ func (m *rmScraper) usage(ctx context.Context, node *corev1.Node) (*rmUsage, err
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-m.clock.After(rmFirstGap):
+		case <-m.clock.After(m.firstGap):
 		}
 		if s, err = m.scrape(ctx, node); err != nil {
 			return nil, err

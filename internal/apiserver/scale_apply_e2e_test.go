@@ -141,4 +141,28 @@ func TestScaleServerSideApply(t *testing.T) {
 			}
 		})
 	}
+	t.Run("dry run and strict validation", func(t *testing.T) {
+		deps := dyn.Resource(cases[0].gvr).Namespace("default")
+		if _, err := deps.Apply(ctx, "s", scale(8), metav1.ApplyOptions{FieldManager: "autoscaler", DryRun: []string{metav1.DryRunAll}}, "scale"); err != nil {
+			t.Fatalf("dry-run apply on scale: %v", err)
+		}
+		live, err := deps.Get(ctx, "s", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); n != 4 {
+			t.Errorf("replicas after a dry-run apply on scale = %d, want 4 still", n)
+		}
+		body := []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s"},"spec":{"replicas":6,"replicas":6}}`)
+		err = c.Client.AppsV1().RESTClient().Patch(types.ApplyPatchType).Namespace("default").Resource("deployments").Name("s").
+			SubResource("scale").Param("fieldManager", "autoscaler").Param("fieldValidation", "Strict").Body(body).Do(ctx).Error()
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `key "replicas" already set`) {
+			t.Errorf("strict apply on scale with a duplicate key: %v, want 400 naming the duplicate key", err)
+		}
+		err = c.Client.AppsV1().RESTClient().Patch(types.ApplyPatchType).Namespace("default").Resource("deployments").Name("s").
+			SubResource("scale").Body(body).Do(ctx).Error()
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "fieldManager") {
+			t.Errorf("apply on scale without a fieldManager: %v, want 422 naming fieldManager", err)
+		}
+	})
 }
