@@ -52,6 +52,14 @@ type crdVersion struct {
 	schema  *customresource.Schema
 	// terminating refuses creates while the definition is being deleted.
 	terminating atomic.Bool
+	// conversionRefused, when set, answers every request for this
+	// version: the definition converts versions with a webhook, which
+	// this server does not call (crd_serve.go).
+	conversionRefused error
+	// scalePaths maps each version of the definition ("group/version")
+	// to its scale subresource's spec replicas path, "" for a version
+	// without one: apply on /scale maps managedFields of every version.
+	scalePaths map[string]string
 }
 
 // customTable maps served custom resources to their handlers.
@@ -436,7 +444,14 @@ func crdResource(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	if err != nil {
 		return nil, nil, err
 	}
-	cv := &crdVersion{crdName: crd.Name, schema: sch}
+	cv := &crdVersion{crdName: crd.Name, schema: sch, conversionRefused: crdWebhookConversion(crd, v), scalePaths: map[string]string{}}
+	for _, ov := range crd.Spec.Versions {
+		path := ""
+		if ov.Subresources != nil && ov.Subresources.Scale != nil {
+			path = ov.Subresources.Scale.SpecReplicasPath
+		}
+		cv.scalePaths[crd.Spec.Group+"/"+ov.Name] = path
+	}
 	names := crd.Spec.Names
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	cols := customresource.NewColumns(v.AdditionalPrinterColumns)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 )
@@ -213,5 +216,53 @@ func (r *widgetRecorder) wait(t *testing.T, want ...string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		t.Errorf("informer saw %v, want %v in order", r.seen, want)
+	}
+}
+
+// TestCustomResourceWebhookConversion installs a definition whose versions
+// convert with a webhook, which rudder does not call: the definition is
+// accepted and established as upstream accepts it, its storage version
+// works, and a request through another version fails cleanly with a 500
+// naming the conversion instead of serving one version's object as
+// another's.
+func TestCustomResourceWebhookConversion(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	jsonCfg := rest.CopyConfig(c.Config)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	dyn := dynamic.NewForConfigOrDie(jsonCfg)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal([]byte(widgetCRD), crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[1].Schema = crd.Spec.Versions[0].Schema.DeepCopy()
+	port := int32(443)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "converter", Port: &port}}}}
+	if _, err := apiextclient.NewForConfigOrDie(jsonCfg).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a CRD with webhook conversion: %v", err)
+	}
+	waitServed(ctx, t, dyn, widgets)
+	w := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]interface{}{"name": "w"},
+		"spec": map[string]interface{}{"size": int64(2)}}}
+	if _, err := dyn.Resource(widgets).Namespace("default").Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create through the storage version: %v", err)
+	}
+	beta := widgets
+	beta.Version = "v1beta1"
+	_, err := dyn.Resource(beta).Namespace("default").Get(ctx, "w", metav1.GetOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "conversion webhook for example.com/v1, Kind=Widget failed") {
+		t.Errorf("get through a version that needs conversion: %v, want 500 naming the conversion webhook", err)
+	}
+	w.SetAPIVersion("example.com/v1beta1")
+	w.SetName("w2")
+	if _, err := dyn.Resource(beta).Namespace("default").Create(ctx, w, metav1.CreateOptions{}); !apierrors.IsInternalError(err) {
+		t.Errorf("create through a version that needs conversion: %v, want 500", err)
+	}
+	if got, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "w", metav1.GetOptions{}); err != nil || got.GetAPIVersion() != "example.com/v1" {
+		t.Errorf("get through the storage version: %v %v", got, err)
 	}
 }

@@ -24,7 +24,10 @@ import (
 // (metadata a reference to ObjectMeta), tagged with its group, version and
 // kind. Server-side apply builds its type converter from it.
 
-const objectMetaModel = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+const (
+	objectMetaModel = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+	patchModel      = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+)
 
 // crdModelName is the definition name upstream gives a custom kind: the
 // group reversed, then version and kind ("com.example.v1.Widget").
@@ -275,15 +278,20 @@ func crdPaths(paths map[string]interface{}, crd *apiextensionsv1.CustomResourceD
 			"x-kubernetes-action":             action,
 			"x-kubernetes-group-version-kind": gvk,
 		}
+		// A patch's body is a patch document, not the object.
+		bodyModel := model
+		if verb == "patch" {
+			bodyModel = patchModel
+		}
 		switch {
 		case body && v2:
 			o["parameters"] = append([]interface{}{map[string]interface{}{"name": "body", "in": "body", "required": true,
-				"schema": map[string]interface{}{"$ref": refPrefix + model}}}, params...)
+				"schema": map[string]interface{}{"$ref": refPrefix + bodyModel}}}, params...)
 			o["consumes"] = bodyTypes
 		case body:
 			content := map[string]interface{}{}
 			for _, t := range bodyTypes {
-				content[t] = map[string]interface{}{"schema": map[string]interface{}{"$ref": refPrefix + model}}
+				content[t] = map[string]interface{}{"schema": map[string]interface{}{"$ref": refPrefix + bodyModel}}
 			}
 			o["requestBody"] = map[string]interface{}{"required": true, "content": content}
 		}
@@ -330,13 +338,16 @@ func crdPaths(paths map[string]interface{}, crd *apiextensionsv1.CustomResourceD
 			o := p[verb].(map[string]interface{})
 			o["responses"] = map[string]interface{}{"200": ref("io.k8s.api.autoscaling.v1.Scale")}
 			o["x-kubernetes-group-version-kind"] = map[string]interface{}{"group": "autoscaling", "version": "v1", "kind": "Scale"}
-			// A scale write sends a Scale, not the custom object.
+			if verb != "put" {
+				continue
+			}
+			// A scale update sends a Scale, not the custom object.
 			if rb, ok := o["requestBody"].(map[string]interface{}); ok {
 				for _, c := range rb["content"].(map[string]interface{}) {
 					c.(map[string]interface{})["schema"] = map[string]interface{}{"$ref": refPrefix + "io.k8s.api.autoscaling.v1.Scale"}
 				}
 			}
-			if v2 && verb != "get" {
+			if v2 {
 				o["parameters"] = append([]interface{}{map[string]interface{}{"name": "body", "in": "body", "required": true,
 					"schema": map[string]interface{}{"$ref": refPrefix + "io.k8s.api.autoscaling.v1.Scale"}}}, o["parameters"].([]interface{})[1:]...)
 			}

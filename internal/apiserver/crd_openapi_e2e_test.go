@@ -96,7 +96,7 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("v3 scale takes a Scale", func(t *testing.T) {
+	t.Run("v3 request bodies", func(t *testing.T) {
 		raw, err := rc.Get().AbsPath("/openapi/v3/apis/example.com/v1").DoRaw(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -119,16 +119,24 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			t.Fatal(err)
 		}
-		p := doc.Paths["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/scale"]
-		scale := map[string]operation{"put": p.Put, "patch": p.Patch}
-		for _, verb := range []string{"put", "patch"} {
-			for typ, c := range scale[verb].RequestBody.Content {
-				if c.Schema.Ref != "#/components/schemas/io.k8s.api.autoscaling.v1.Scale" {
-					t.Errorf("%s widgets/scale %s body is %q, want a Scale", verb, typ, c.Schema.Ref)
+		item := "/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"
+		for _, tc := range []struct {
+			what string
+			op   operation
+			want string
+		}{
+			{"put widgets/scale", doc.Paths[item+"/scale"].Put, "io.k8s.api.autoscaling.v1.Scale"},
+			{"patch widgets/scale", doc.Paths[item+"/scale"].Patch, "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"},
+			{"patch widgets", doc.Paths[item].Patch, "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"},
+			{"put widgets", doc.Paths[item].Put, "com.example.v1.Widget"},
+		} {
+			for typ, c := range tc.op.RequestBody.Content {
+				if c.Schema.Ref != "#/components/schemas/"+tc.want {
+					t.Errorf("%s %s body is %q, want %s", tc.what, typ, c.Schema.Ref, tc.want)
 				}
 			}
-			if len(scale[verb].RequestBody.Content) == 0 {
-				t.Errorf("%s widgets/scale has no request body", verb)
+			if len(tc.op.RequestBody.Content) == 0 {
+				t.Errorf("%s has no request body", tc.what)
 			}
 		}
 	})

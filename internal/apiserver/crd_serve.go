@@ -7,10 +7,13 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // What a request for a custom resource needs beyond a built-in's: the
@@ -23,6 +26,10 @@ func (h *resourceHandler) crdAdmitRequest(w http.ResponseWriter, r *http.Request
 	// Strategic merge needs Go struct tags; a custom resource has none.
 	if r.Method == http.MethodPatch && contentType(r) == mediaStrategicPatch {
 		h.s.writeError(w, r, unsupportedMediaType(mediaJSONPatch, mediaMergePatch, mediaApplyPatchYAML))
+		return false
+	}
+	if err := h.custom.conversionRefused; err != nil {
+		h.s.writeError(w, r, err)
 		return false
 	}
 	if h.custom.terminating.Load() && info.Verb == "create" && info.Subresource == "" {
@@ -50,6 +57,31 @@ func (h *resourceHandler) crdAdmitRequest(w http.ResponseWriter, r *http.Request
 		r.Header.Set("Accept", strings.Join(kept, ","))
 	}
 	return true
+}
+
+// crdWebhookConversion is the error of every request through version v of
+// a definition whose versions convert with a webhook (strategy Webhook),
+// or nil. Conversion webhooks are not called here: the storage version is
+// served as usual (its objects need no conversion, as upstream calls no
+// webhook for them), and every other version fails the way upstream fails
+// when its webhook cannot be reached, with a 500 naming the conversion,
+// rather than serving objects of one version as another.
+func crdWebhookConversion(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) error {
+	c := crd.Spec.Conversion
+	if c == nil || c.Strategy != apiextensionsv1.WebhookConverter || v.Storage {
+		return nil
+	}
+	storage := ""
+	for _, sv := range crd.Spec.Versions {
+		if sv.Storage {
+			storage = sv.Name
+		}
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.Kind}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("conversion webhook for %v failed: conversion webhooks are not supported by this server (%s is served without conversion)", gvk, storage),
+	}}
 }
 
 // crdDecoded prunes the fields a decoded custom resource's schema does not

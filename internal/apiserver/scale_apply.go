@@ -55,11 +55,43 @@ func (h *resourceHandler) scaleFieldManager() (*managedfields.FieldManager, erro
 }
 
 // scaleHandler maps managedFields between the parent object cur and its
-// Scale. Entries of the parent's other versions (a custom resource's) keep
-// their fields as they are: the resource handler knows only its own
-// version's replicas path.
+// Scale. A custom resource's versions each name their replicas path (or
+// have no scale); an entry of a version the handler cannot map keeps its
+// fields as they are.
 func (h *resourceHandler) scaleHandler(cur runtime.Object) (*managedfields.ScaleHandler, error) {
-	p := strings.TrimPrefix(h.res.Scale.SpecReplicasPath, ".")
+	gv := h.gvk.GroupVersion()
+	mappings := managedfields.ResourcePathMappings{}
+	if h.custom != nil {
+		for v, p := range h.custom.scalePaths {
+			if p == "" {
+				mappings[v] = nil
+				continue
+			}
+			path, err := replicasFieldPath(p)
+			if err != nil {
+				return nil, err
+			}
+			mappings[v] = path
+		}
+	}
+	path, err := replicasFieldPath(h.res.Scale.SpecReplicasPath)
+	if err != nil {
+		return nil, err
+	}
+	mappings[gv.String()] = path
+	entries := objectMeta(cur).GetManagedFields()
+	for _, e := range entries {
+		if _, ok := mappings[e.APIVersion]; !ok {
+			mappings[e.APIVersion] = nil
+		}
+	}
+	return managedfields.NewScaleHandler(entries, gv, mappings), nil
+}
+
+// replicasFieldPath is a scale's JSON path (".spec.replicas", the
+// default when empty) as a field path.
+func replicasFieldPath(jsonPath string) (fieldpath.Path, error) {
+	p := strings.TrimPrefix(jsonPath, ".")
 	if p == "" {
 		p = "spec.replicas"
 	}
@@ -68,19 +100,7 @@ func (h *resourceHandler) scaleHandler(cur runtime.Object) (*managedfields.Scale
 	for i, s := range parts {
 		elems[i] = s
 	}
-	path, err := fieldpath.MakePath(elems...)
-	if err != nil {
-		return nil, err
-	}
-	gv := h.gvk.GroupVersion()
-	entries := objectMeta(cur).GetManagedFields()
-	mappings := managedfields.ResourcePathMappings{gv.String(): path}
-	for _, e := range entries {
-		if _, ok := mappings[e.APIVersion]; !ok {
-			mappings[e.APIVersion] = nil
-		}
-	}
-	return managedfields.NewScaleHandler(entries, gv, mappings), nil
+	return fieldpath.MakePath(elems...)
 }
 
 // applyScale is the mutation of a server-side apply on /scale: it merges
@@ -152,7 +172,9 @@ func (scaleScheme) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	if gvk != scaleGVK {
 		return nil, runtime.NewNotRegisteredErrForKind("rudder", gvk)
 	}
-	return &autoscalingv1.Scale{}, nil
+	sc := &autoscalingv1.Scale{}
+	sc.GetObjectKind().SetGroupVersionKind(scaleGVK)
+	return sc, nil
 }
 
 func (scaleScheme) Default(runtime.Object) {}

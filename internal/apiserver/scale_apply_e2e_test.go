@@ -141,6 +141,45 @@ func TestScaleServerSideApply(t *testing.T) {
 			}
 		})
 	}
+	t.Run("entries of another version survive", func(t *testing.T) {
+		// v1beta1 of widgets has no scale subresource: its managers'
+		// entries are kept whole, as upstream keeps them, not dropped.
+		beta := widgets
+		beta.Version = "v1beta1"
+		w := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": map[string]interface{}{"name": "multi"},
+			"spec": map[string]interface{}{"size": int64(1), "replicas": int64(1)}}}
+		if _, err := dyn.Resource(beta).Namespace("default").Apply(ctx, "multi", w, metav1.ApplyOptions{FieldManager: "beta-owner"}); err != nil {
+			t.Fatal(err)
+		}
+		sc := scale(2)
+		sc.SetName("multi")
+		// Nobody owns the Scale's replicas, so the field manager's
+		// "before-first-apply" stand-in does, as upstream: a change needs
+		// force.
+		_, err := dyn.Resource(widgets).Namespace("default").Apply(ctx, "multi", sc, metav1.ApplyOptions{FieldManager: "autoscaler"}, "scale")
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `"before-first-apply"`) {
+			t.Errorf("first apply on scale changing replicas nobody owns: %v, want 409 naming before-first-apply", err)
+		}
+		if _, err := dyn.Resource(widgets).Namespace("default").Apply(ctx, "multi", sc, metav1.ApplyOptions{FieldManager: "autoscaler", Force: true}, "scale"); err != nil {
+			t.Fatalf("apply on scale: %v", err)
+		}
+		live, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "multi", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas"); n != 2 {
+			t.Errorf("replicas = %d, want 2", n)
+		}
+		kept := false
+		for _, e := range live.GetManagedFields() {
+			kept = kept || (e.Manager == "beta-owner" && e.APIVersion == "example.com/v1beta1" && strings.Contains(string(e.FieldsV1.Raw), `"f:size"`))
+		}
+		if !kept {
+			t.Errorf("beta-owner's v1beta1 entry lost: %+v", live.GetManagedFields())
+		}
+	})
+
 	t.Run("dry run and strict validation", func(t *testing.T) {
 		deps := dyn.Resource(cases[0].gvr).Namespace("default")
 		if _, err := deps.Apply(ctx, "s", scale(8), metav1.ApplyOptions{FieldManager: "autoscaler", DryRun: []string{metav1.DryRunAll}}, "scale"); err != nil {
