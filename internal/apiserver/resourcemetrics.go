@@ -26,11 +26,19 @@ import (
 //     resolution), so kubectl top on 1,000 nodes repeated scrapes each
 //     node at most once per 15 s, one scrape per node at a time however
 //     many requests want it;
-//   - rmConcurrency scrapes at once across the server;
+//   - rmConcurrency scrapes at once across the server, each request's by
+//     a pool of that many goroutines (not one per node);
 //   - CPU is a rate, so it needs two samples: the first request for a
-//     node scrapes it twice, rmFirstGap apart; later ones use the last
+//     node scrapes it twice, rmFirstGap apart (all such nodes of a
+//     request in a second pass after one gap); later ones use the last
 //     sample and a new one. A container seen once (it just started) is
 //     measured from its start time.
+//
+// Cost, measured on the 2-core machine under other load: kubectl top
+// nodes on 1,000 simulated nodes takes 2-6 s the first time and 0.1-0.4
+// s from the cache; on 5,000 nodes 20 s and 0.3-1 s. The scrapes' garbage
+// lifts the server's RSS by 100 MiB (1,000 nodes) to 380 MiB (5,000) for
+// a while; nothing of it is kept but the samples.
 //
 // A node whose kubelet cannot be reached (port 0, a stopped node, an
 // error) is left out of lists and is NotFound by name, as metrics-server
@@ -56,6 +64,7 @@ type rmScraper struct {
 }
 
 type rmNodeState struct {
+	asked     time.Time  // last asked for, under rmScraper.mu
 	mu        sync.Mutex // one scrape of a node at a time
 	prev, cur *rmSample
 }
@@ -96,13 +105,41 @@ func newRMScraper(c clock.Clock) *rmScraper {
 		resolution: rmResolution, firstGap: rmFirstGap}
 }
 
-// usage returns node's usage, from the cache when fresh.
+// usage returns node's usage, from the cache when fresh, scraping it
+// (twice, the first time) when not.
 func (m *rmScraper) usage(ctx context.Context, node *corev1.Node) (*rmUsage, error) {
+	u, again, err := m.refresh(ctx, node)
+	if err != nil || !again {
+		return u, err
+	}
+	if err := m.waitGap(ctx); err != nil {
+		return nil, err
+	}
+	u, again, err = m.refresh(ctx, node)
+	if err == nil && again {
+		err = fmt.Errorf("node %q: no second sample yet", node.Name)
+	}
+	return u, err
+}
+
+func (m *rmScraper) waitGap(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.clock.After(m.firstGap):
+		return nil
+	}
+}
+
+// refresh brings node's samples up to date: nothing when the cache is
+// fresh, else one scrape. again means a rate needs a second sample,
+// firstGap after the first: the caller waits and asks again.
+func (m *rmScraper) refresh(ctx context.Context, node *corev1.Node) (u *rmUsage, again bool, err error) {
 	if m.dialer == nil {
-		return nil, errors.New("the API server has no kubelet client")
+		return nil, false, errors.New("the API server has no kubelet client")
 	}
 	if _, err := kubeletAddress(node); err != nil {
-		return nil, err // port 0 or not loopback: nothing is dialed
+		return nil, false, err // port 0 or not loopback: nothing is dialed
 	}
 	m.mu.Lock()
 	st := m.nodes[node.Name]
@@ -110,34 +147,31 @@ func (m *rmScraper) usage(ctx context.Context, node *corev1.Node) (*rmUsage, err
 		st = &rmNodeState{}
 		m.nodes[node.Name] = st
 	}
+	st.asked = m.clock.Now()
 	m.mu.Unlock()
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := m.clock.Now()
-	if st.cur != nil && st.prev != nil && now.Sub(st.cur.at) < m.resolution {
-		return rmCompute(st.prev, st.cur), nil
-	}
 	if st.cur != nil && now.Sub(st.cur.at) > rmMaxPaused {
-		st.cur = nil
+		st.prev, st.cur = nil, nil
+	}
+	switch {
+	case st.cur != nil && st.prev != nil && now.Sub(st.cur.at) < m.resolution:
+		return rmCompute(st.prev, st.cur), false, nil
+	case st.cur != nil && st.prev == nil && now.Sub(st.cur.at) < m.firstGap:
+		// Another request took the first sample a moment ago.
+		return nil, true, nil
 	}
 	s, err := m.scrape(ctx, node)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	st.prev, st.cur = st.cur, s
 	if st.prev == nil {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-m.clock.After(m.firstGap):
-		}
-		if s, err = m.scrape(ctx, node); err != nil {
-			return nil, err
-		}
-		st.prev, st.cur = st.cur, s
+		return nil, true, nil
 	}
-	return rmCompute(st.prev, st.cur), nil
+	return rmCompute(st.prev, st.cur), false, nil
 }
 
 func (m *rmScraper) scrape(ctx context.Context, node *corev1.Node) (*rmSample, error) {
@@ -172,23 +206,51 @@ func (m *rmScraper) scrape(ctx context.Context, node *corev1.Node) (*rmSample, e
 // usageOf scrapes many nodes at once (within the concurrency limit) and
 // returns the usage of those that answered.
 func (m *rmScraper) usageOf(ctx context.Context, nodes []*corev1.Node) map[string]*rmUsage {
+	// Forget nodes nobody asked about for a while (deleted ones, say).
+	m.mu.Lock()
+	now := m.clock.Now()
+	for name, st := range m.nodes {
+		if now.Sub(st.asked) > rmMaxPaused {
+			delete(m.nodes, name)
+		}
+	}
+	m.mu.Unlock()
 	out := make(map[string]*rmUsage, len(nodes))
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u, err := m.usage(ctx, n)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			out[n.Name] = u
-			mu.Unlock()
-		}()
+	// A fixed pool, not a goroutine per node: thousands of nodes wait in
+	// a slice, not in stacks. The nodes seen for the first time are
+	// scraped again together, after one gap.
+	pass := func(nodes []*corev1.Node) (again []*corev1.Node) {
+		work := make(chan *corev1.Node)
+		var wg sync.WaitGroup
+		for range min(cap(m.sem), len(nodes)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := range work {
+					u, more, err := m.refresh(ctx, n)
+					mu.Lock()
+					switch {
+					case err != nil:
+					case more:
+						again = append(again, n)
+					default:
+						out[n.Name] = u
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for _, n := range nodes {
+			work <- n
+		}
+		close(work)
+		wg.Wait()
+		return again
 	}
-	wg.Wait()
+	if again := pass(nodes); len(again) > 0 && m.waitGap(ctx) == nil {
+		pass(again)
+	}
 	return out
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
@@ -190,6 +193,7 @@ func newFakeKubelet(t *testing.T, b *pki.Bundle, delay time.Duration) *fakeKubel
 		t.Fatal(err)
 	}
 	k.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: b.CAPool}
+	k.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are what some tests want
 	k.srv.StartTLS()
 	t.Cleanup(k.srv.Close)
 	return k
@@ -301,4 +305,39 @@ func TestRMScraper(t *testing.T) {
 			t.Errorf("dial: %v, want errKubeletRefused", err)
 		}
 	})
+}
+
+// A kubelet's plain-text error becomes an API status, as upstream's API
+// server makes it, so kubectl shows the kubelet's words.
+func TestKubeletCheckResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   int
+		body   string
+		pass   bool
+		reason metav1.StatusReason
+	}{
+		{"ok passes", http.StatusOK, "logs", true, ""},
+		{"upgrade passes", http.StatusSwitchingProtocols, "", true, ""},
+		{"bad request", http.StatusBadRequest, "container \"app\" is waiting to start\n", false, metav1.StatusReasonBadRequest},
+		{"not found", http.StatusNotFound, "pod \"ns/p\" does not exist", false, metav1.StatusReasonNotFound},
+		{"internal", http.StatusInternalServerError, "boom", false, metav1.StatusReasonInternalError},
+		{"other", http.StatusServiceUnavailable, "node sim-0 is stopped", false, metav1.StatusReasonUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tc.code, Body: io.NopCloser(strings.NewReader(tc.body))}
+			err := kubeletCheckResponse(resp)
+			if tc.pass {
+				if err != nil {
+					t.Fatalf("got %v, want the response through", err)
+				}
+				return
+			}
+			var se *apierrors.StatusError
+			if !errors.As(err, &se) || se.ErrStatus.Reason != tc.reason || int(se.ErrStatus.Code) != tc.code ||
+				!strings.Contains(se.ErrStatus.Message, strings.TrimSpace(tc.body)) {
+				t.Fatalf("got %#v, want %s %d with %q", err, tc.reason, tc.code, tc.body)
+			}
+		})
+	}
 }

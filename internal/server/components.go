@@ -3,15 +3,14 @@ package server
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers"
 	"github.com/rudder-dev/rudder/internal/pki"
@@ -20,18 +19,17 @@ import (
 )
 
 // componentConfig is how the in-process components (scheduler,
-// controllers, simulated nodes) reach the API: over the HTTPS listener
-// like any other client, protobuf, no client-side rate limit.
-func (s *Server) componentConfig(cfg Config, port int, userAgent string) *rest.Config {
-	host := cfg.BindAddress
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
+// controllers, simulated nodes) reach the API: through the API server's
+// loopback transport, straight into its handler with no TLS or HTTP/2 in
+// between (they share the process; see apiserver.LoopbackTransport), as
+// user. Protobuf, no client-side rate limit. Everything outside the
+// process — kubectl, tests, `rudder simnodes --kubeconfig` — uses the
+// HTTPS listener.
+func (s *Server) componentConfig(user *auth.User, userAgent string) *rest.Config {
 	return &rest.Config{
-		Host: "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData: s.PKI.CAPEM, CertData: s.PKI.AdminCertPEM, KeyData: s.PKI.AdminKeyPEM,
-		},
+		// Never dialled: the transport serves every request in process.
+		Host:      "http://loopback",
+		Transport: s.API.LoopbackTransport(user),
 		ContentConfig: rest.ContentConfig{
 			ContentType:        "application/vnd.kubernetes.protobuf",
 			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
@@ -44,9 +42,19 @@ func (s *Server) componentConfig(cfg Config, port int, userAgent string) *rest.C
 	}
 }
 
+// componentUser is who the in-process components act as: the admin the
+// admin certificate names (system:masters), as when they used that
+// certificate over HTTPS. One identity per component (upstream's
+// system:kube-scheduler, system:kube-controller-manager) is a matter of
+// passing another user to componentConfig.
+var componentUser = &auth.User{
+	Name:   pki.AdminCommonName,
+	Groups: []string{pki.AdminGroup, auth.AllAuthenticated},
+}
+
 // startScheduler runs the scheduler until ctx ends.
 func (s *Server) startScheduler(ctx context.Context, cfg Config, port int) error {
-	client, err := kubernetes.NewForConfig(s.componentConfig(cfg, port, "rudder-scheduler"))
+	client, err := kubernetes.NewForConfig(s.componentConfig(componentUser, "rudder-scheduler"))
 	if err != nil {
 		return err
 	}
@@ -79,7 +87,7 @@ func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
 	if !any {
 		return
 	}
-	rc := s.componentConfig(cfg, port, controller.ManagerUserAgent)
+	rc := s.componentConfig(componentUser, controller.ManagerUserAgent)
 	s.spawn(func() {
 		err := controller.RunManager(ctx, controller.ManagerConfig{RestConfig: rc, Controllers: cfg.Controllers, Descriptors: descriptors})
 		if err != nil && ctx.Err() == nil {
@@ -90,7 +98,7 @@ func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
 
 // startSimNodes runs the simulated nodes.
 func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error {
-	client, err := kubernetes.NewForConfig(s.componentConfig(cfg, port, "rudder-simnode"))
+	client, err := kubernetes.NewForConfig(s.componentConfig(componentUser, "rudder-simnode"))
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,12 @@ func (f *Fleet) startKubeletAPI(ctx context.Context) error {
 		k.byIP[n.ip] = n
 	}
 	lns, port, err := listenNodes(f.nodes, api.Port)
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
+		// Some systems (macOS) have 127.0.0.1 alone: run without the
+		// kubelet API (port 0) rather than not at all.
+		f.cfg.Logger.Warn("simulated nodes do not serve the kubelet API: this system has no such loopback addresses", "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -116,6 +122,9 @@ func (f *Fleet) startKubeletAPI(ctx context.Context) error {
 	k.srv = &http.Server{
 		Handler:           k,
 		ReadHeaderTimeout: 10 * time.Second,
+		// A scraper comes back in 15 s or more; an idle connection per
+		// node is memory held for nothing.
+		IdleTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{api.ServingCert},
 			ClientAuth:   tls.RequireAndVerifyClientCert,
@@ -193,11 +202,12 @@ func (k *kubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "node "+n.name+" is stopped", http.StatusServiceUnavailable)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	switch p := r.URL.Path; {
+	case kubeletStreamPath(p):
+		// Nothing runs on a simulated node to exec into or forward to.
+		http.Error(w, fmt.Sprintf("simulated node %s runs no containers: %s is not supported", n.name, strings.Split(p, "/")[1]), http.StatusBadRequest)
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	case p == "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -208,6 +218,16 @@ func (k *kubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// kubeletStreamPath is an exec, attach, port-forward or run request.
+func kubeletStreamPath(p string) bool {
+	for _, s := range []string{"/exec/", "/attach/", "/portForward/", "/run/"} {
+		if strings.HasPrefix(p, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *kubeletServer) nodeOf(r *http.Request) *simNode {
@@ -239,7 +259,9 @@ func (k *kubeletServer) runningPods(n *simNode) []*corev1.Pod {
 }
 
 func (k *kubeletServer) serveResourceMetrics(w http.ResponseWriter, n *simNode) {
-	now := k.f.cfg.Clock.Now()
+	// Samples carry millisecond timestamps: counters advanced to the same
+	// millisecond give exact rates.
+	now := k.f.cfg.Clock.Now().Truncate(time.Millisecond)
 	pods := k.runningPods(n)
 	usage := nodeUsage(pods)
 	// The node's counter grows at its current rate since the last scrape.
@@ -262,13 +284,18 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 	}
 	obj, ok, _ := k.f.podInformer.GetIndexer().GetByKey(parts[0] + "/" + parts[1])
 	if !ok || obj.(*corev1.Pod).Spec.NodeName != n.name {
-		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", parts[0], parts[1], n.name), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("pod %q does not exist", parts[0]+"/"+parts[1]), http.StatusNotFound)
 		return
 	}
 	pod := obj.(*corev1.Pod)
 	lines, err := containerLog(pod, parts[2], n.name)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
+		// As the kubelet: an unknown container is 404, one not started 400.
+		code := http.StatusBadRequest
+		if kubeletContainerSpec(pod, parts[2]) == nil {
+			code = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
 	q := r.URL.Query()

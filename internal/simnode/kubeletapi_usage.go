@@ -233,7 +233,7 @@ func containerLog(pod *corev1.Pod, container, node string) ([]logLine, error) {
 		}
 	}
 	if started.IsZero() {
-		return nil, fmt.Errorf("container %q in pod %s/%s is waiting to start", container, pod.Namespace, pod.Name)
+		return nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
 	}
 	return []logLine{
 		{started, fmt.Sprintf("simnode: starting container %s (image %s) of pod %s/%s on node %s", container, spec.Image, pod.Namespace, pod.Name, node)},
