@@ -35,6 +35,25 @@ type Context struct {
 	Log      *slog.Logger
 }
 
+// Logger returns the logger of the controller name: Log (slog.Default()
+// when unset) with every line tagged controller=name.
+func (cx *Context) Logger(name string) *slog.Logger {
+	log := cx.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return log.With("controller", name)
+}
+
+// ClockOrReal returns Clock, or the real clock when unset (tests inject
+// a fake one to step time).
+func (cx *Context) ClockOrReal() clock.WithTicker {
+	if cx.Clock == nil {
+		return clock.RealClock{}
+	}
+	return cx.Clock
+}
+
 // Descriptor names a controller and builds it. Registries of descriptors
 // are static slices (internal/controllers).
 type Descriptor struct {

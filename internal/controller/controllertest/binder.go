@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/controller"
 )
 
 // Binder stands in for the scheduler in tests of workload controllers:
@@ -64,10 +66,7 @@ func StartBinder(t testing.TB, client kubernetes.Interface) *Binder {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := controller.ObjectOf[*corev1.Pod](obj); ok {
 				b.mu.Lock()
 				delete(b.tried, pod.UID)
 				b.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/controller"
 )
 
 // PodWatch follows the pods of one namespace through a watch, as a user
@@ -70,9 +72,6 @@ func WatchPods(t testing.TB, client kubernetes.Interface, ns string, describe fu
 			w.count(np, podActive(np))
 		},
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
 			if p := w.pod(obj); p != nil {
 				w.record(p, "gone")
 				w.count(p, false)
@@ -92,7 +91,7 @@ func WatchPods(t testing.TB, client kubernetes.Interface, ns string, describe fu
 // check guards against a server whose namespaced watch leaks other
 // namespaces' events, which would otherwise pass for the controller's.
 func (w *PodWatch) pod(obj any) *corev1.Pod {
-	p, ok := obj.(*corev1.Pod)
+	p, ok := controller.ObjectOf[*corev1.Pod](obj)
 	if !ok || p.Namespace != w.ns {
 		return nil
 	}

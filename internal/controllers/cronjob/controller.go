@@ -51,21 +51,14 @@ func newController(cx *controller.Context) (*cronJobController, error) {
 	if err := controller.AddControllerUIDIndex(jobInf); err != nil {
 		return nil, fmt.Errorf("job index: %w", err)
 	}
-	clk := cx.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	clk := cx.ClockOrReal()
 	c := &cronJobController{
 		client:   cx.Client,
 		cronJobs: cjInf.Lister(),
 		jobs:     jobInf.GetIndexer(),
 		recorder: cx.Recorder("cronjob-controller"),
 		clock:    clk,
-		log:      log.With("controller", "cronjob"),
+		log:      cx.Logger("cronjob"),
 	}
 	c.queue = controller.New("cronjob", Workers, controller.ReconcilerFunc(c.sync))
 	c.queue.HasSynced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.HasSynced}
@@ -78,21 +71,18 @@ func newController(cx *controller.Context) (*cronJobController, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { c.enqueueOwner(obj) },
-		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := old.(*batchv1.Job)
-			n, ok2 := cur.(*batchv1.Job)
-			if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
-				return
-			}
-			if !reflect.DeepEqual(metav1.GetControllerOfNoCopy(o), metav1.GetControllerOfNoCopy(n)) {
-				c.enqueueOwner(o)
-			}
-			c.enqueueOwner(n)
+	// A job created, changed, moved or deleted wakes the CronJob that
+	// controls it (see controller.Dependents); a CronJob adopts nothing
+	// and keeps no expectations.
+	jobEvents := &controller.Dependents[*batchv1.CronJob, *batchv1.Job]{
+		OwnerKind: cronJobKind.Kind,
+		GetOwner: func(namespace, name string) (*batchv1.CronJob, error) {
+			return c.cronJobs.CronJobs(namespace).Get(name)
 		},
-		DeleteFunc: c.enqueueOwner,
-	}); err != nil {
+		Enqueue:           c.queue.EnqueueKey,
+		UpdateTerminating: true,
+	}
+	if _, err := jobInf.AddEventHandler(jobEvents.Handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -129,29 +119,6 @@ func (c *cronJobController) deleteCronJob(obj interface{}) {
 	}
 	c.wake.forget(key)
 	c.queue.EnqueueKey(key)
-}
-
-// enqueueOwner wakes the CronJob that controls a job.
-func (c *cronJobController) enqueueOwner(obj interface{}) {
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if job, ok = tomb.Obj.(*batchv1.Job); !ok {
-			return
-		}
-	}
-	ref := metav1.GetControllerOfNoCopy(job)
-	if ref == nil || ref.Kind != cronJobKind.Kind {
-		return
-	}
-	cj, err := c.cronJobs.CronJobs(job.Namespace).Get(ref.Name)
-	if err != nil || cj.UID != ref.UID {
-		return
-	}
-	c.queue.EnqueueKey(cj.Namespace + "/" + cj.Name)
 }
 
 // ownedJobs lists the jobs cj controls, from the index.

@@ -78,14 +78,7 @@ func newController(cx *controller.Context) (*dsController, error) {
 			return nil, fmt.Errorf("daemonset: index: %w", err)
 		}
 	}
-	clk := clock.WithTicker(clock.RealClock{})
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	clk := cx.ClockOrReal()
 	c := &dsController{
 		client:       cx.Client,
 		sets:         dsInf.Lister(),
@@ -96,24 +89,17 @@ func newController(cx *controller.Context) (*dsController, error) {
 		failed:       flowcontrol.NewBackOffWithJitter(failedBackoffInitial, failedBackoffMax, 0),
 		recorder:     cx.Recorder(Component),
 		clock:        clk,
-		log:          log.With("controller", "daemonset"),
+		log:          cx.Logger("daemonset"),
 	}
 	c.failed.Clock = clk
 	c.queue = controller.New("daemonset", Workers, controller.ReconcilerFunc(c.sync))
 	c.queue.HasSynced = []cache.InformerSynced{dsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, podInf.HasSynced, revInf.HasSynced}
 
-	if _, err := dsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.queue.Enqueue,
-		UpdateFunc: c.updateSet,
-		DeleteFunc: c.deleteSet,
-	}); err != nil {
+	// A set deleted, or deleted and created again, starts clean.
+	if _, err := dsInf.Informer().AddEventHandler(c.queue.ForgettingHandler(c.expectations.DeleteExpectations)); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
+	if _, err := podInf.AddEventHandler(c.podEvents().Handler()); err != nil {
 		return nil, err
 	}
 	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -124,24 +110,6 @@ func newController(cx *controller.Context) (*dsController, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *dsController) updateSet(old, cur interface{}) {
-	o, ok1 := old.(*appsv1.DaemonSet)
-	n, ok2 := cur.(*appsv1.DaemonSet)
-	if ok1 && ok2 && o.UID != n.UID {
-		c.expectations.DeleteExpectations(keyOf(o))
-	}
-	c.queue.Enqueue(cur)
-}
-
-func (c *dsController) deleteSet(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	c.expectations.DeleteExpectations(key)
-	c.queue.EnqueueKey(key)
 }
 
 func (c *dsController) enqueueAll() {
@@ -195,92 +163,29 @@ func (c *dsController) updateNode(old, cur interface{}) {
 	}
 }
 
-// resolve returns the key of the set ref names, if it is in the cache
-// with ref's UID.
-func (c *dsController) resolve(namespace string, ref *metav1.OwnerReference) (*appsv1.DaemonSet, string) {
-	if ref.Kind != dsKind.Kind || ref.APIVersion != dsKind.GroupVersion().String() {
-		return nil, ""
-	}
-	ds, err := c.sets.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil, ""
-	}
-	return ds, keyOf(ds)
-}
-
-func (c *dsController) addPod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if _, key := c.resolve(pod.Namespace, ref); key != "" {
-			c.expectations.CreationObserved(key)
-			c.queue.EnqueueKey(key)
-		}
-		return
-	}
-	if sets, err := c.sets.GetPodDaemonSets(pod); err == nil {
-		for _, ds := range sets {
-			c.queue.EnqueueKey(keyOf(ds))
-		}
-	}
-}
-
-func (c *dsController) updatePod(old, cur interface{}) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		return
-	}
-	if curPod.DeletionTimestamp != nil {
-		c.deletePod(curPod)
-		return
-	}
-	curRef := metav1.GetControllerOfNoCopy(curPod)
-	oldRef := metav1.GetControllerOfNoCopy(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if _, key := c.resolve(oldPod.Namespace, oldRef); key != "" {
-			c.queue.EnqueueKey(key)
-		}
-	}
-	if curRef != nil {
-		ds, key := c.resolve(curPod.Namespace, curRef)
-		if key == "" {
-			return
-		}
-		c.queue.EnqueueKey(key)
-		if !isReady(oldPod) && isReady(curPod) && ds.Spec.MinReadySeconds > 0 {
-			c.queue.EnqueueAfter(key, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-		if sets, err := c.sets.GetPodDaemonSets(curPod); err == nil {
-			for _, ds := range sets {
-				c.queue.EnqueueKey(keyOf(ds))
+// podEvents routes pod events to the DaemonSet controlling them (see
+// controller.Dependents, which keeps the expectations).
+func (c *dsController) podEvents() *controller.Dependents[*appsv1.DaemonSet, *corev1.Pod] {
+	return &controller.Dependents[*appsv1.DaemonSet, *corev1.Pod]{
+		OwnerKind: dsKind.Kind,
+		GetOwner: func(namespace, name string) (*appsv1.DaemonSet, error) {
+			return c.sets.DaemonSets(namespace).Get(name)
+		},
+		Adopters: func(pod *corev1.Pod) []*appsv1.DaemonSet {
+			sets, err := c.sets.GetPodDaemonSets(pod)
+			if err != nil {
+				return nil // none selects pod
 			}
-		}
-	}
-}
-
-func (c *dsController) deletePod(obj interface{}) {
-	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	if _, key := c.resolve(pod.Namespace, ref); key != "" {
-		c.expectations.DeletionObserved(key, podKey(pod))
-		c.queue.EnqueueKey(key)
+			return sets
+		},
+		Enqueue:      c.queue.EnqueueKey,
+		Expectations: c.expectations,
+		Updated: func(key string, ds *appsv1.DaemonSet, oldPod, curPod *corev1.Pod, _ bool) {
+			c.queue.EnqueueKey(key)
+			if !isReady(oldPod) && isReady(curPod) && ds.Spec.MinReadySeconds > 0 {
+				c.queue.EnqueueAfter(key, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
+			}
+		},
 	}
 }
 

@@ -53,6 +53,8 @@ type Reconciler struct {
 	clock     clock.PassiveClock
 	log       *slog.Logger
 	queue     *controller.Controller
+	// replicaSets routes replica-set events to their deployments.
+	replicaSets *controller.Dependents[*appsv1.Deployment, *appsv1.ReplicaSet]
 }
 
 // New builds the controller from the shared informers and registers its
@@ -62,14 +64,7 @@ func New(cx *controller.Context, cfg Config) (*controller.Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 5
 	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	var clk clock.PassiveClock = clock.RealClock{}
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
+	clk := cx.ClockOrReal()
 	dInf := cx.Informers.Apps().V1().Deployments()
 	rsInf := cx.Informers.Apps().V1().ReplicaSets()
 	podInf := cx.Informers.Core().V1().Pods()
@@ -79,7 +74,7 @@ func New(cx *controller.Context, cfg Config) (*controller.Controller, error) {
 		rsLister:  rsInf.Lister(),
 		podLister: podInf.Lister(),
 		clock:     clk,
-		log:       log.With("controller", "deployment"),
+		log:       cx.Logger("deployment"),
 	}
 	if cx.Recorder != nil {
 		r.recorder = cx.Recorder("deployment-controller")
@@ -92,11 +87,8 @@ func New(cx *controller.Context, cfg Config) (*controller.Controller, error) {
 	if _, err := dInf.Informer().AddEventHandler(c.Handler()); err != nil {
 		return nil, err
 	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.addReplicaSet,
-		UpdateFunc: r.updateReplicaSet,
-		DeleteFunc: r.deleteReplicaSet,
-	}); err != nil {
+	r.replicaSets = r.rsEvents()
+	if _, err := rsInf.Informer().AddEventHandler(r.replicaSets.Handler()); err != nil {
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

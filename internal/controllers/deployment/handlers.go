@@ -1,13 +1,12 @@
 package deployment
 
 import (
-	"reflect"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/controller"
 )
 
 // Event handlers map replica-set and pod changes to the deployments that
@@ -15,70 +14,19 @@ import (
 // orphan wakes every deployment whose selector matches it, one of which
 // may adopt it.
 
-func (r *Reconciler) addReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
-	if rs.DeletionTimestamp != nil {
-		// Seen for the first time already being deleted (e.g. after a
-		// restart): treat as a delete.
-		r.deleteReplicaSet(rs)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := r.resolveControllerRef(rs.Namespace, ref); d != nil {
-			r.queue.Enqueue(d)
-		}
-		return
-	}
-	for _, d := range r.deploymentsForReplicaSet(rs) {
-		r.queue.Enqueue(d)
-	}
-}
-
-func (r *Reconciler) updateReplicaSet(oldObj, newObj any) {
-	old, ok1 := oldObj.(*appsv1.ReplicaSet)
-	cur, ok2 := newObj.(*appsv1.ReplicaSet)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		// Periodic resyncs carry nothing new.
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if d := r.resolveControllerRef(old.Namespace, oldRef); d != nil {
-			r.queue.Enqueue(d)
-		}
-	}
-	if curRef != nil {
-		if d := r.resolveControllerRef(cur.Namespace, curRef); d != nil {
-			r.queue.Enqueue(d)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(cur.Labels, old.Labels) {
-		for _, d := range r.deploymentsForReplicaSet(cur) {
-			r.queue.Enqueue(d)
-		}
-	}
-}
-
-func (r *Reconciler) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := r.resolveControllerRef(rs.Namespace, ref); d != nil {
-			r.queue.Enqueue(d)
-		}
+// rsEvents routes replica-set events to the deployment controlling them
+// (see controller.Dependents). A deployment keeps no expectations, so
+// every event only wakes it, a terminating replica set's updates
+// included.
+func (r *Reconciler) rsEvents() *controller.Dependents[*appsv1.Deployment, *appsv1.ReplicaSet] {
+	return &controller.Dependents[*appsv1.Deployment, *appsv1.ReplicaSet]{
+		OwnerKind: deploymentKind.Kind,
+		GetOwner: func(namespace, name string) (*appsv1.Deployment, error) {
+			return r.dLister.Deployments(namespace).Get(name)
+		},
+		Adopters:          r.deploymentsForReplicaSet,
+		Enqueue:           r.queue.EnqueueKey,
+		UpdateTerminating: true,
 	}
 }
 
@@ -96,15 +44,9 @@ func (r *Reconciler) updatePod(oldObj, newObj any) {
 }
 
 func (r *Reconciler) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	r.enqueueRecreateFor(pod)
 }
@@ -122,22 +64,9 @@ func (r *Reconciler) enqueueRecreateFor(pod *corev1.Pod) {
 	if rsRef == nil {
 		return
 	}
-	if d := r.resolveControllerRef(rs.Namespace, rsRef); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		r.queue.Enqueue(d)
+	if d, key, ok := r.replicaSets.Resolve(rs.Namespace, rsRef); ok && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		r.queue.EnqueueKey(key)
 	}
-}
-
-// resolveControllerRef returns the deployment a controller reference
-// names, if it still exists with that uid.
-func (r *Reconciler) resolveControllerRef(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != deploymentKind.Kind {
-		return nil
-	}
-	d, err := r.dLister.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
 }
 
 // deploymentsForReplicaSet lists the deployments whose (non-empty)

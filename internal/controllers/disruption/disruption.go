@@ -68,16 +68,9 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 			mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cx.Client.Discovery())),
 		},
 		recorder: cx.Recorder(eventSource),
-		clock:    cx.Clock,
-		log:      cx.Log,
+		clock:    cx.ClockOrReal(),
+		log:      cx.Logger("disruption"),
 	}
-	if dc.clock == nil {
-		dc.clock = clock.RealClock{}
-	}
-	if dc.log == nil {
-		dc.log = slog.Default()
-	}
-	dc.log = dc.log.With("controller", "disruption")
 	dc.budgets = controller.New("disruption", 1, controller.ReconcilerFunc(dc.syncBudget))
 	dc.stale = controller.New("stale_pod_disruption", 1, controller.ReconcilerFunc(dc.syncStalePod))
 
@@ -90,10 +83,7 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 			dc.podChanged(old.(*corev1.Pod), cur.(*corev1.Pod))
 		},
 		DeleteFunc: func(obj interface{}) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := controller.ObjectOf[*corev1.Pod](obj); ok {
 				dc.enqueueBudgetsOf(pod, false)
 			}
 		},
@@ -167,10 +157,7 @@ func (dc *disruptionController) enqueueBudgetsOf(pod *corev1.Pod, warn bool) {
 // workloadChanged queues the budgets of the workload's namespace whose
 // numbers depend on controller scales.
 func (dc *disruptionController) workloadChanged(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, ok := obj.(metav1.Object)
+	m, ok := controller.ObjectOf[metav1.Object](obj)
 	if !ok {
 		return
 	}

@@ -94,10 +94,6 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 	svcInf := cx.Informers.Core().V1().Services()
 	podInf := cx.Informers.Core().V1().Pods()
 	epInf := cx.Informers.Core().V1().Endpoints()
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
 	c := &epController{
 		client:    cx.Client,
 		services:  svcInf.Lister(),
@@ -107,7 +103,7 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 		triggers:  endpointslice.NewTriggerTimes(),
 		stale:     staleVersions{m: map[string]string{}},
 		recorder:  cx.Recorder("endpoint-controller"),
-		log:       log.With("controller", "endpoints"),
+		log:       cx.Logger("endpoints"),
 	}
 	c.queue = controller.New("endpoint", Workers, c)
 	c.queue.HasSynced = []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, c.epSynced}

@@ -79,10 +79,6 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 	podInf := cx.Informers.Core().V1().Pods()
 	nodeInf := cx.Informers.Core().V1().Nodes()
 	sliceInf := cx.Informers.Discovery().V1().EndpointSlices()
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
 	c := &sliceController{
 		client:      cx.Client,
 		services:    svcInf.Lister(),
@@ -92,7 +88,7 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 		tracker:     newSliceTracker(),
 		triggers:    NewTriggerTimes(),
 		recorder:    cx.Recorder("endpoint-slice-controller"),
-		log:         log.With("controller", "endpointslice"),
+		log:         cx.Logger("endpointslice"),
 		maxPerSlice: cfg.MaxEndpointsPerSlice,
 	}
 	c.queue = controller.New("endpointslice", cfg.Workers, c)
@@ -162,10 +158,7 @@ func (c *sliceController) sliceUpdated(old, cur interface{}) {
 }
 
 func (c *sliceController) sliceDeleted(obj interface{}) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, ok := obj.(*discoveryv1.EndpointSlice)
+	s, ok := controller.ObjectOf[*discoveryv1.EndpointSlice](obj)
 	if !ok || !managed(s) || !c.tracker.has(s) {
 		return
 	}

@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/controller"
 )
 
 // This file holds what both endpoint controllers decide about a pod: does
@@ -130,10 +131,7 @@ func IsIPv6(s string) bool {
 // PodFromObject returns the pod an informer event carries, unwrapping a
 // tombstone; nil for anything else.
 func PodFromObject(obj interface{}) *corev1.Pod {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, _ := obj.(*corev1.Pod)
+	pod, _ := controller.ObjectOf[*corev1.Pod](obj)
 	return pod
 }
 

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
@@ -135,19 +134,12 @@ func newCollector(cx *controller.Context, cfg Config) *collector {
 		metadata:  cx.Metadata,
 		discovery: cx.Client.Discovery(),
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cx.Client.Discovery())),
-		clock:     cx.Clock,
-		log:       cx.Log,
+		clock:     cx.ClockOrReal(),
+		log:       cx.Logger("garbage-collector"),
 		graph:     newGraph(),
 		absent:    lru.New(absentCacheSize),
 		monitors:  map[schema.GroupVersionResource]*monitor{},
 	}
-	if c.clock == nil {
-		c.clock = clock.RealClock{}
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	c.log = c.log.With("controller", "garbage-collector")
 	if cx.Recorder != nil {
 		c.recorder = cx.Recorder(EventSource)
 	} else {
@@ -222,10 +214,7 @@ func (c *collector) observe(r schema.GroupVersionResource, kind string, obj any)
 
 // observeDeleted removes an object an informer saw deleted.
 func (c *collector) observeDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	m, ok := controller.ObjectOf[*metav1.PartialObjectMetadata](obj)
 	if !ok {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -76,6 +75,7 @@ type jobController struct {
 	client       kubernetes.Interface
 	jobs         batchlisters.JobLister
 	pods         cache.Indexer // by controller.ControllerUIDIndex
+	podRouter    *controller.Dependents[*batchv1.Job, *corev1.Pod]
 	expectations *controller.Expectations
 	finalizers   *finalizerExpectations
 	backoff      *backoffStore
@@ -93,14 +93,7 @@ func newController(cx *controller.Context, cfg Config) (*jobController, error) {
 	if err := controller.AddControllerUIDIndex(podInf); err != nil {
 		return nil, fmt.Errorf("pod index: %w", err)
 	}
-	clk := clock.PassiveClock(clock.RealClock{})
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	clk := cx.ClockOrReal()
 	c := &jobController{
 		cfg:          cfg,
 		client:       cx.Client,
@@ -112,7 +105,7 @@ func newController(cx *controller.Context, cfg Config) (*jobController, error) {
 		stale:        newStaleJobs(),
 		recorder:     cx.Recorder("job-controller"),
 		clock:        clk,
-		log:          log.With("controller", "job"),
+		log:          cx.Logger("job"),
 	}
 	synced := []cache.InformerSynced{podInf.HasSynced, jobInf.Informer().HasSynced}
 	c.queue = controller.New("job", cfg.Workers, controller.ReconcilerFunc(c.sync))
@@ -127,11 +120,8 @@ func newController(cx *controller.Context, cfg Config) (*jobController, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: func(obj interface{}) { c.deletePod(obj, true) },
-	}); err != nil {
+	c.podRouter = c.podEvents()
+	if _, err := podInf.AddEventHandler(c.podRouter.Handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -174,15 +164,9 @@ func (c *jobController) updateJob(old, cur interface{}) {
 }
 
 func (c *jobController) deleteJob(obj interface{}) {
-	job, ok := obj.(*batchv1.Job)
+	job, ok := controller.ObjectOf[*batchv1.Job](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if job, ok = tomb.Obj.(*batchv1.Job); !ok {
-			return
-		}
+		return
 	}
 	c.queue.EnqueueKey(job.Namespace + "/" + job.Name)
 	c.cleanupFinalizers(job)
@@ -205,14 +189,62 @@ func (c *jobController) cleanupFinalizers(job *batchv1.Job) {
 // resolve returns the job a controller reference names, if it is a Job in
 // the cache with that UID.
 func (c *jobController) resolve(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
-	if ref.Kind != jobKind.Kind {
-		return nil
-	}
-	job, err := c.jobs.Jobs(namespace).Get(ref.Name)
-	if err != nil || job.UID != ref.UID {
-		return nil
-	}
+	job, _, _ := c.podRouter.Resolve(namespace, ref)
 	return job
+}
+
+// podEvents routes pod events to the job controlling them (see
+// controller.Dependents). Every pod event syncs the job batched; the hooks
+// keep the expectations and the tracking finalizers: a pod whose
+// finalizer is gone is counted once, and a pod that holds the finalizer
+// with no live job to count it goes to the orphan worker.
+func (c *jobController) podEvents() *controller.Dependents[*batchv1.Job, *corev1.Pod] {
+	// finalizerSeen: the pod's end was counted (its finalizer gone).
+	finalizerSeen := func(key string, job *batchv1.Job, pod *corev1.Pod) {
+		if !hasTrackingFinalizer(pod) {
+			c.finalizers.observed(key, pod.UID)
+		}
+		c.enqueueBatched(job)
+	}
+	return &controller.Dependents[*batchv1.Job, *corev1.Pod]{
+		OwnerKind: jobKind.Kind,
+		GetOwner: func(namespace, name string) (*batchv1.Job, error) {
+			return c.jobs.Jobs(namespace).Get(name)
+		},
+		Adopters: c.selecting,
+		Enqueue:  func(key string) { c.queue.EnqueueAfter(key, c.cfg.SyncBatchPeriod) },
+		Created: func(key string, job *batchv1.Job, _ *corev1.Pod) {
+			c.expectations.CreationObserved(key)
+			c.enqueueBatched(job)
+		},
+		Updated: func(key string, job *batchv1.Job, _, cur *corev1.Pod, _ bool) {
+			finalizerSeen(key, job, cur)
+		},
+		Released: finalizerSeen,
+		Deleted: func(key string, job *batchv1.Job, pod *corev1.Pod, final bool) {
+			if finished(job) {
+				c.releaseOrphan(pod, final)
+				return
+			}
+			c.expectations.DeletionObserved(key, pod.Namespace+"/"+pod.Name)
+			if final || !hasTrackingFinalizer(pod) {
+				c.finalizers.observed(key, pod.UID)
+			}
+			c.enqueueBatched(job)
+		},
+		// Perhaps a job's pod whose reference the garbage collector
+		// removed, or whose job is gone: its finalizer must still go.
+		Orphan: c.releaseOrphan,
+	}
+}
+
+// releaseOrphan hands a pod no live job counts to the orphan worker if it
+// still holds the tracking finalizer; once it is gone (final) there is
+// nothing left to patch.
+func (c *jobController) releaseOrphan(pod *corev1.Pod, final bool) {
+	if hasTrackingFinalizer(pod) && !final {
+		c.orphans.EnqueueKey(pod.Namespace + "/" + pod.Name)
+	}
 }
 
 // selecting returns the jobs whose selector matches an orphan pod: the
@@ -233,113 +265,6 @@ func (c *jobController) selecting(pod *corev1.Pod) []*batchv1.Job {
 		}
 	}
 	return out
-}
-
-func (c *jobController) addPod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// Seen first already terminating (e.g. after a restart): a
-		// deletion, never a creation we waited for.
-		c.deletePod(pod, false)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if job := c.resolve(pod.Namespace, ref); job != nil {
-			c.expectations.CreationObserved(job.Namespace + "/" + job.Name)
-			c.enqueueBatched(job)
-		}
-		return
-	}
-	if hasTrackingFinalizer(pod) {
-		c.orphans.EnqueueKey(pod.Namespace + "/" + pod.Name)
-	}
-	for _, job := range c.selecting(pod) {
-		c.enqueueBatched(job)
-	}
-}
-
-func (c *jobController) updatePod(old, cur interface{}) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		return // a resync: nothing changed
-	}
-	if curPod.DeletionTimestamp != nil {
-		// A graceful deletion began: count it now, so a replacement is
-		// not held back until the node confirms.
-		c.deletePod(curPod, false)
-		return
-	}
-	finalizerGone := !hasTrackingFinalizer(curPod)
-	curRef := metav1.GetControllerOfNoCopy(curPod)
-	oldRef := metav1.GetControllerOfNoCopy(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if job := c.resolve(oldPod.Namespace, oldRef); job != nil {
-			if finalizerGone {
-				c.finalizers.observed(job.Namespace+"/"+job.Name, curPod.UID)
-			}
-			c.enqueueBatched(job)
-		}
-	}
-	if curRef != nil {
-		if job := c.resolve(curPod.Namespace, curRef); job != nil {
-			if finalizerGone {
-				c.finalizers.observed(job.Namespace+"/"+job.Name, curPod.UID)
-			}
-			c.enqueueBatched(job)
-		}
-		return
-	}
-	if hasTrackingFinalizer(curPod) {
-		c.orphans.EnqueueKey(curPod.Namespace + "/" + curPod.Name)
-	}
-	if refChanged || !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-		for _, job := range c.selecting(curPod) {
-			c.enqueueBatched(job)
-		}
-	}
-}
-
-// deletePod handles a pod's removal (final) or the start of its graceful
-// deletion.
-func (c *jobController) deletePod(obj interface{}, final bool) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	hasFinalizer := hasTrackingFinalizer(pod)
-	if ref == nil {
-		// Perhaps a job's pod whose reference the garbage collector
-		// removed: its finalizer must still go.
-		if hasFinalizer && !final {
-			c.orphans.EnqueueKey(pod.Namespace + "/" + pod.Name)
-		}
-		return
-	}
-	job := c.resolve(pod.Namespace, ref)
-	if job == nil || finished(job) {
-		if hasFinalizer && !final {
-			c.orphans.EnqueueKey(pod.Namespace + "/" + pod.Name)
-		}
-		return
-	}
-	key := job.Namespace + "/" + job.Name
-	c.expectations.DeletionObserved(key, pod.Namespace+"/"+pod.Name)
-	if final || !hasFinalizer {
-		c.finalizers.observed(key, pod.UID)
-	}
-	c.enqueueBatched(job)
 }
 
 // forget drops everything remembered about a job key.

@@ -76,16 +76,9 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 		metadata: cx.Metadata,
 		lister:   inf.Lister(),
 		discover: cx.Client.Discovery().ServerPreferredNamespacedResources,
-		clock:    cx.Clock,
-		log:      cx.Log,
+		clock:    cx.ClockOrReal(),
+		log:      cx.Logger("namespace"),
 	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
-	if r.log == nil {
-		r.log = slog.Default()
-	}
-	r.log = r.log.With("controller", "namespace")
 	c := controller.New("namespace", cfg.Workers, r)
 	enqueue := func(obj interface{}) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {

@@ -67,19 +67,12 @@ func newMonitor(cx *controller.Context, cfg Config) (*monitor, error) {
 		leases:   leaseInf.Lister(),
 		pods:     podInf.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{nodeInf.Informer().HasSynced, leaseInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		clock:    cx.Clock,
-		log:      cx.Log,
+		clock:    cx.ClockOrReal(),
+		log:      cx.Logger(Name),
 		recorder: cx.Recorder(eventSource),
 		known:    map[string]*nodeMemory{},
 		zones:    map[string]*zone{},
 	}
-	if m.clock == nil {
-		m.clock = clock.RealClock{}
-	}
-	if m.log == nil {
-		m.log = slog.Default()
-	}
-	m.log = m.log.With("controller", Name)
 	return m, nil
 }
 

@@ -26,10 +26,7 @@ type noScheduleTainter struct {
 
 func newNoScheduleTainter(cx *controller.Context, workers int) (*controller.Controller, error) {
 	nodeInf := cx.Informers.Core().V1().Nodes()
-	r := &noScheduleTainter{client: cx.Client, nodes: nodeInf.Lister(), clock: cx.Clock}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
+	r := &noScheduleTainter{client: cx.Client, nodes: nodeInf.Lister(), clock: cx.ClockOrReal()}
 	c := controller.New("nodelifecycle-noschedule", workers, r)
 	c.HasSynced = []cache.InformerSynced{nodeInf.Informer().HasSynced}
 	// Every node is looked at once when the informer lists it; after

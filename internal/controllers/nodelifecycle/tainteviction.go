@@ -70,19 +70,12 @@ func newTaintEvictor(cx *controller.Context, workers int) (*controller.Controlle
 		pods:      podInf.Lister(),
 		podIndex:  podInf.Informer().GetIndexer(),
 		nodes:     nodeInf.Lister(),
-		clock:     cx.Clock,
-		log:       cx.Log,
+		clock:     cx.ClockOrReal(),
+		log:       cx.Logger(TaintEvictionName),
 		recorder:  cx.Recorder(TaintEvictionName),
 		seen:      map[string]map[taintID]time.Time{},
 		scheduled: map[string]time.Time{},
 	}
-	if e.clock == nil {
-		e.clock = clock.RealClock{}
-	}
-	if e.log == nil {
-		e.log = slog.Default()
-	}
-	e.log = e.log.With("controller", TaintEvictionName)
 	e.ctrl = controller.New(TaintEvictionName, workers, e)
 	e.ctrl.HasSynced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 
@@ -118,10 +111,7 @@ func newTaintEvictor(cx *controller.Context, workers int) (*controller.Controlle
 // nodeChanged records when NoExecute taints were first seen and, when
 // a node's NoExecute taints changed, enqueues its pods.
 func (e *taintEvictor) nodeChanged(oldObj, newObj any) {
-	if d, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
-		oldObj = d.Obj
-	}
-	oldNode, _ := oldObj.(*corev1.Node)
+	oldNode, _ := controller.ObjectOf[*corev1.Node](oldObj)
 	newNode, _ := newObj.(*corev1.Node)
 	var name string
 	var oldTaints, newTaints []corev1.Taint

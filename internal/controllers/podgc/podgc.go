@@ -143,16 +143,9 @@ func newCollector(cx *controller.Context, cfg Config) *collector {
 		pods:   podInf.Lister(),
 		nodes:  nodeInf.Lister(),
 		synced: []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		clock:  cx.Clock,
-		log:    cx.Log,
+		clock:  cx.ClockOrReal(),
+		log:    cx.Logger("pod-garbage-collector"),
 	}
-	if g.clock == nil {
-		g.clock = clock.RealClock{}
-	}
-	if g.log == nil {
-		g.log = slog.Default()
-	}
-	g.log = g.log.With("controller", "pod-garbage-collector")
 	return g
 }
 

@@ -79,15 +79,11 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 	if err := addClaimIndex(podInf.Informer()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
 	r := &reconciler{
 		client: cx.Client,
 		claims: claimInf.Lister(),
 		pods:   podInf.Informer().GetIndexer(),
-		log:    log.With("controller", Name),
+		log:    cx.Logger(Name),
 	}
 	c := controller.New("pvcprotection", Workers, r)
 

@@ -99,11 +99,7 @@ type reconciler struct {
 
 func newController(_ context.Context, cx *controller.Context) ([]controller.Runnable, error) {
 	inf := cx.Informers.Core().V1().PersistentVolumes()
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	r := &reconciler{client: cx.Client, pvs: inf.Lister(), log: log.With("controller", Name)}
+	r := &reconciler{client: cx.Client, pvs: inf.Lister(), log: cx.Logger(Name)}
 	c := controller.New("pvprotection", Workers, r)
 	enqueue := func(obj interface{}) {
 		if pv, ok := obj.(*corev1.PersistentVolume); ok && plan(pv) != actNone {

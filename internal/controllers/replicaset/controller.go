@@ -80,6 +80,7 @@ type rsController struct {
 	kind         workloadKind
 	client       kubernetes.Interface
 	pods         cache.Indexer // by controllerUIDIndex
+	podRouter    *controller.Dependents[*appsv1.ReplicaSet, *corev1.Pod]
 	expectations *controller.Expectations
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
@@ -106,14 +107,7 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 	if err := controller.AddControllerUIDIndex(k.informer()); err != nil {
 		return nil, fmt.Errorf("%s index: %w", k.gvk().Kind, err)
 	}
-	clk := clock.PassiveClock(clock.RealClock{})
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	clk := cx.ClockOrReal()
 	c := &rsController{
 		name:         component,
 		kind:         k,
@@ -122,7 +116,7 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 		expectations: controller.NewExpectations(clk),
 		recorder:     cx.Recorder(component),
 		clock:        clk,
-		log:          log.With("controller", queueName),
+		log:          cx.Logger(queueName),
 		burst:        burst,
 		warm:         newSlowStartMemory(),
 		memos:        newLabelMemos(),
@@ -139,11 +133,8 @@ func newController(cx *controller.Context, k workloadKind, queueName, component 
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
+	c.podRouter = c.podEvents()
+	if _, err := podInf.AddEventHandler(c.podRouter.Handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -199,33 +190,20 @@ func (c *rsController) deleteOwner(obj interface{}) {
 	c.queue.EnqueueKey(key)
 }
 
-// resolve returns the key of the object ref names if it is of our kind,
-// in the cache, and has ref's UID.
-func (c *rsController) resolve(namespace string, ref *metav1.OwnerReference) (*appsv1.ReplicaSet, string) {
-	if ref.Kind != c.kind.gvk().Kind {
-		return nil, ""
-	}
-	rs, _, err := c.kind.get(namespace, ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil, ""
-	}
-	return rs, namespace + "/" + rs.Name
-}
-
-func (c *rsController) addPod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// Seen first already terminating (e.g. after a restart): a
-		// deletion, never a creation we waited for.
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if _, key := c.resolve(pod.Namespace, ref); key != "" {
-			c.expectations.CreationObserved(key)
+// podEvents routes pod events to the ReplicaSet controlling them (see
+// controller.Dependents), which keeps the expectations; the hooks choose
+// between an immediate and a batched, status-only sync.
+func (c *rsController) podEvents() *controller.Dependents[*appsv1.ReplicaSet, *corev1.Pod] {
+	return &controller.Dependents[*appsv1.ReplicaSet, *corev1.Pod]{
+		OwnerKind: c.kind.gvk().Kind,
+		GetOwner: func(namespace, name string) (*appsv1.ReplicaSet, error) {
+			rs, _, err := c.kind.get(namespace, name)
+			return rs, err
+		},
+		Adopters:     c.kind.selecting,
+		Enqueue:      c.queue.EnqueueKey,
+		Expectations: c.expectations,
+		Created: func(key string, _ *appsv1.ReplicaSet, _ *corev1.Pod) {
 			// Only the last awaited creation lets the next sync act;
 			// the others change the counts alone.
 			if c.expectations.SatisfiedExpectations(key) {
@@ -233,83 +211,29 @@ func (c *rsController) addPod(obj interface{}) {
 			} else {
 				c.enqueueStatus(key)
 			}
-		}
-		return
-	}
-	// An orphan: every ReplicaSet that selects it may want to adopt it.
-	// No creation is observed; nobody created it for us.
-	for _, rs := range c.kind.selecting(pod) {
-		c.queue.EnqueueKey(keyOf(rs))
-	}
-}
-
-func (c *rsController) updatePod(old, cur interface{}) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		return // a resync: nothing changed
-	}
-	labelsChanged := !reflect.DeepEqual(oldPod.Labels, curPod.Labels)
-	if curPod.DeletionTimestamp != nil {
-		// A graceful deletion began. Count it as the deletion now (the
-		// ReplicaSet should replace the pod at once, not when its node
-		// confirms), and wake the old owner too if labels changed.
-		c.deletePod(curPod)
-		if labelsChanged {
-			c.deletePod(oldPod)
-		}
-		return
-	}
-	curRef := metav1.GetControllerOfNoCopy(curPod)
-	oldRef := metav1.GetControllerOfNoCopy(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if _, key := c.resolve(oldPod.Namespace, oldRef); key != "" {
-			c.queue.EnqueueKey(key)
-		}
-	}
-	if curRef != nil {
-		rs, key := c.resolve(curPod.Namespace, curRef)
-		if key == "" {
-			return
-		}
-		if refChanged || labelsChanged || isActive(oldPod) != isActive(curPod) {
-			c.queue.EnqueueKey(key) // adopted, relabelled or terminal: may act
-		} else {
-			c.enqueueStatus(key) // bound, started, ready: counts only
-		}
-		// A pod that just became ready becomes available minReadySeconds
-		// later, with no event to say so: look again then (plus a second
-		// for the API's whole-second timestamps).
-		if !isReady(oldPod) && isReady(curPod) && rs.Spec.MinReadySeconds > 0 {
-			c.queue.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		for _, rs := range c.kind.selecting(curPod) {
-			c.queue.EnqueueKey(keyOf(rs))
-		}
+		},
+		Updated: func(key string, rs *appsv1.ReplicaSet, oldPod, curPod *corev1.Pod, moved bool) {
+			if moved || isActive(oldPod) != isActive(curPod) {
+				c.queue.EnqueueKey(key) // adopted, relabelled or terminal: may act
+			} else {
+				c.enqueueStatus(key) // bound, started, ready: counts only
+			}
+			// A pod that just became ready becomes available
+			// minReadySeconds later, with no event to say so: look
+			// again then (plus a second for the API's whole-second
+			// timestamps).
+			if !isReady(oldPod) && isReady(curPod) && rs.Spec.MinReadySeconds > 0 {
+				c.queue.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+			}
+		},
+		// A graceful deletion that also changed labels wakes the old
+		// owner too.
+		DeleteOldOnRelabel: true,
 	}
 }
 
 // enqueueStatus syncs key for its counts: see StatusBatchPeriod.
 func (c *rsController) enqueueStatus(key string) { c.batch.enqueue(key) }
-
-func (c *rsController) deletePod(obj interface{}) {
-	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return // nobody waits for an orphan's deletion
-	}
-	if _, key := c.resolve(pod.Namespace, ref); key != "" {
-		c.expectations.DeletionObserved(key, podKey(pod))
-		c.queue.EnqueueKey(key)
-	}
-}
 
 // batchedSync is sync, marked for the status batcher.
 func (c *rsController) batchedSync(ctx context.Context, key string) (controller.Result, error) {

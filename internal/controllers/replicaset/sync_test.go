@@ -92,7 +92,7 @@ func (f *syncFixture) observe(t *testing.T, names ...string) []*corev1.Pod {
 		if err := f.c.pods.Add(p); err != nil {
 			t.Fatal(err)
 		}
-		f.c.addPod(p)
+		f.c.podRouter.OnAdd(p)
 		pods = append(pods, p)
 	}
 	return pods
@@ -175,9 +175,9 @@ func TestSyncNeverDeletesTwice(t *testing.T) {
 		terminating.DeletionTimestamp = &metav1.Time{Time: t0}
 		terminating.ResourceVersion = "2"
 		f.c.pods.Update(terminating)
-		f.c.updatePod(p, terminating)
+		f.c.podRouter.OnUpdate(p, terminating)
 		f.c.pods.Delete(terminating)
-		f.c.deletePod(terminating)
+		f.c.podRouter.OnDelete(terminating, true)
 	}
 	gone(victims[0])
 	if _, dels, _ := f.c.expectations.Pending("ns/web"); dels != 1 {
@@ -243,7 +243,7 @@ func TestHandlersCheckOwnerUID(t *testing.T) {
 	stale := mkPod("x", func(p *corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: types.UID("old"), Controller: ptrTrue()}}
 	})
-	f.c.addPod(stale)
+	f.c.podRouter.OnAdd(stale)
 	if adds, _, _ := f.c.expectations.Pending("ns/web"); adds != 1 {
 		t.Fatalf("a pod of an older ReplicaSet named web counted as our creation (adds %d)", adds)
 	}

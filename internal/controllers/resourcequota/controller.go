@@ -87,16 +87,9 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 		cfg:    cfg,
 		client: cx.Client,
 		quotas: rqInf.Lister(),
-		clock:  cx.Clock,
-		log:    cx.Log,
+		clock:  cx.ClockOrReal(),
+		log:    cx.Logger("resourcequota"),
 	}
-	if c.clock == nil {
-		c.clock = clock.RealClock{}
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	c.log = c.log.With("controller", "resourcequota")
 	podEval := newPodEvaluator(func(ns string) ([]*corev1.Pod, error) { return podLister.Pods(ns).List(labels.Everything()) })
 	svcEval := newServiceEvaluator(func(ns string) ([]*corev1.Service, error) {
 		return svcLister.Services(ns).List(labels.Everything())
@@ -178,10 +171,7 @@ func changeHandler[T metav1.Object](c *quotaController, ev evaluator, changed fu
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if o, ok := obj.(T); ok {
+			if o, ok := controller.ObjectOf[T](obj); ok {
 				c.replenish(ev, o.GetNamespace())
 			}
 		},

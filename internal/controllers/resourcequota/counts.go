@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/rudder-dev/rudder/internal/controller"
 )
 
 // countTracker serves object counts of any kind (count/<resource>.<group>
@@ -120,10 +122,7 @@ func (t *countTracker) track(ctx context.Context, gr schema.GroupResource) (*tra
 		return lister.ByNamespace(ns).List(labels.Everything())
 	})
 	notify := func(obj interface{}) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if m, ok := obj.(metav1.Object); ok {
+		if m, ok := controller.ObjectOf[metav1.Object](obj); ok {
 			t.changed(ev, m.GetNamespace())
 		}
 	}

@@ -87,10 +87,7 @@ func newController(cx *controller.Context, ca string) ([]controller.Runnable, er
 		return nil, err
 	}
 	onConfigMap := func(obj interface{}) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
+		if cm, ok := controller.ObjectOf[*corev1.ConfigMap](obj); ok && cm.Name == ConfigMapName {
 			c.EnqueueKey(cm.Namespace)
 		}
 	}
@@ -106,15 +103,8 @@ func newController(cx *controller.Context, ca string) ([]controller.Runnable, er
 
 // Reconcile publishes the CA in the namespace named key.
 func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, err := r.namespaces.Get(key)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	if active, err := controller.ActiveNamespace(r.namespaces, key); !active {
 		return controller.Result{}, err
-	}
-	if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-		return controller.Result{}, nil
 	}
 	cm, err := r.configMaps.ConfigMaps(key).Get(ConfigMapName)
 	if apierrors.IsNotFound(err) {
@@ -125,8 +115,7 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		}, metav1.CreateOptions{})
 		// A namespace that went away or started terminating needs nothing;
 		// AlreadyExists means our cache lags, and its event will follow.
-		if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) ||
-			apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		if err = controller.IgnoreCreateRace(err); err == nil {
 			return controller.Result{}, nil
 		}
 		return controller.Result{}, fmt.Errorf("create %s/%s: %w", key, ConfigMapName, err)

@@ -60,10 +60,7 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 	}
 	if _, err := saInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
+			if sa, ok := controller.ObjectOf[*corev1.ServiceAccount](obj); ok && sa.Name == DefaultName {
 				c.EnqueueKey(sa.Namespace)
 			}
 		},
@@ -76,15 +73,8 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 
 // Reconcile ensures the default ServiceAccount in the namespace named key.
 func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, err := r.namespaces.Get(key)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	if active, err := controller.ActiveNamespace(r.namespaces, key); !active {
 		return controller.Result{}, err
-	}
-	if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-		return controller.Result{}, nil
 	}
 	switch _, err := r.accounts.ServiceAccounts(key).Get(DefaultName); {
 	case err == nil:
@@ -93,15 +83,10 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName, Namespace: key}}
-	_, err = r.client.CoreV1().ServiceAccounts(key).Create(ctx, sa, metav1.CreateOptions{})
-	switch {
-	case err == nil, apierrors.IsAlreadyExists(err):
-		return controller.Result{}, nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace started terminating after our cache saw it.
-		return controller.Result{}, nil
-	case apierrors.IsNotFound(err):
-		// The namespace is gone; its delete event ends the story.
+	_, err := r.client.CoreV1().ServiceAccounts(key).Create(ctx, sa, metav1.CreateOptions{})
+	// Lost races (the account exists, the namespace went away or
+	// started terminating after our cache saw it) need nothing.
+	if err = controller.IgnoreCreateRace(err); err == nil {
 		return controller.Result{}, nil
 	}
 	return controller.Result{}, fmt.Errorf("create service account %s/%s: %w", key, DefaultName, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,14 +66,7 @@ func newController(cx *controller.Context) (*ssController, error) {
 			return nil, fmt.Errorf("statefulset: index: %w", err)
 		}
 	}
-	clk := clock.PassiveClock(clock.RealClock{})
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
+	clk := cx.ClockOrReal()
 	c := &ssController{
 		client:       cx.Client,
 		sets:         setInf.Lister(),
@@ -84,23 +76,16 @@ func newController(cx *controller.Context) (*ssController, error) {
 		expectations: controller.NewExpectations(clk),
 		recorder:     cx.Recorder(Component),
 		clock:        clk,
-		log:          log.With("controller", "statefulset"),
+		log:          cx.Logger("statefulset"),
 	}
 	c.queue = controller.New("statefulset", Workers, controller.ReconcilerFunc(c.sync))
 	c.queue.HasSynced = []cache.InformerSynced{setInf.Informer().HasSynced, podInf.HasSynced, revInf.HasSynced, claimInf.Informer().HasSynced}
 
-	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.queue.Enqueue,
-		UpdateFunc: c.updateSet,
-		DeleteFunc: c.deleteSet,
-	}); err != nil {
+	// A set deleted, or deleted and created again, starts clean.
+	if _, err := setInf.Informer().AddEventHandler(c.queue.ForgettingHandler(c.expectations.DeleteExpectations)); err != nil {
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
+	if _, err := podInf.AddEventHandler(c.podEvents().Handler()); err != nil {
 		return nil, err
 	}
 	// A pod waits for a stale or terminating claim to go away: its
@@ -113,36 +98,27 @@ func newController(cx *controller.Context) (*ssController, error) {
 	return c, nil
 }
 
-func (c *ssController) updateSet(old, cur interface{}) {
-	o, ok1 := old.(*appsv1.StatefulSet)
-	n, ok2 := cur.(*appsv1.StatefulSet)
-	if ok1 && ok2 && o.UID != n.UID {
-		// Deleted and created again between two events: the old one's
-		// expectations must go.
-		c.expectations.DeleteExpectations(keyOf(o))
+// podEvents routes pod events to the set controlling them (see
+// controller.Dependents, which keeps the expectations).
+func (c *ssController) podEvents() *controller.Dependents[*appsv1.StatefulSet, *corev1.Pod] {
+	return &controller.Dependents[*appsv1.StatefulSet, *corev1.Pod]{
+		OwnerKind: setKind.Kind,
+		GetOwner: func(namespace, name string) (*appsv1.StatefulSet, error) {
+			return c.sets.StatefulSets(namespace).Get(name)
+		},
+		Adopters:     c.selecting,
+		Enqueue:      c.queue.EnqueueKey,
+		Expectations: c.expectations,
+		Updated: func(key string, set *appsv1.StatefulSet, oldPod, curPod *corev1.Pod, _ bool) {
+			c.queue.EnqueueKey(key)
+			// Becoming available minReadySeconds after becoming ready
+			// has no event of its own: look again then.
+			if !isRunningAndReady(oldPod) && isRunningAndReady(curPod) && set.Spec.MinReadySeconds > 0 {
+				c.queue.EnqueueAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second+time.Second)
+			}
+		},
+		DeleteOldOnRelabel: true,
 	}
-	c.queue.Enqueue(cur)
-}
-
-func (c *ssController) deleteSet(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	c.expectations.DeleteExpectations(key)
-	c.queue.EnqueueKey(key)
-}
-
-// resolve returns the set ref names, if it is in the cache with ref's UID.
-func (c *ssController) resolve(namespace string, ref *metav1.OwnerReference) (*appsv1.StatefulSet, string) {
-	if ref.Kind != setKind.Kind || ref.APIVersion != setKind.GroupVersion().String() {
-		return nil, ""
-	}
-	set, err := c.sets.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil, ""
-	}
-	return set, keyOf(set)
 }
 
 // selecting returns the sets whose selector matches pod and whose name
@@ -163,95 +139,12 @@ func (c *ssController) selecting(pod *corev1.Pod) []*appsv1.StatefulSet {
 	return []*appsv1.StatefulSet{set}
 }
 
-func (c *ssController) addPod(obj interface{}) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if _, key := c.resolve(pod.Namespace, ref); key != "" {
-			c.expectations.CreationObserved(key)
-			c.queue.EnqueueKey(key)
-		}
-		return
-	}
-	for _, set := range c.selecting(pod) {
-		c.queue.EnqueueKey(keyOf(set))
-	}
-}
-
-func (c *ssController) updatePod(old, cur interface{}) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		return
-	}
-	if curPod.DeletionTimestamp != nil {
-		c.deletePod(curPod)
-		if !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-			c.deletePod(oldPod)
-		}
-		return
-	}
-	curRef := metav1.GetControllerOfNoCopy(curPod)
-	oldRef := metav1.GetControllerOfNoCopy(oldPod)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if _, key := c.resolve(oldPod.Namespace, oldRef); key != "" {
-			c.queue.EnqueueKey(key)
-		}
-	}
-	if curRef != nil {
-		set, key := c.resolve(curPod.Namespace, curRef)
-		if key == "" {
-			return
-		}
-		c.queue.EnqueueKey(key)
-		// Becoming available minReadySeconds after becoming ready has
-		// no event of its own: look again then.
-		if !isRunningAndReady(oldPod) && isRunningAndReady(curPod) && set.Spec.MinReadySeconds > 0 {
-			c.queue.EnqueueAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(oldPod.Labels, curPod.Labels) {
-		for _, set := range c.selecting(curPod) {
-			c.queue.EnqueueKey(keyOf(set))
-		}
-	}
-}
-
-func (c *ssController) deletePod(obj interface{}) {
-	pod, ok := controller.ObjectOf[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	if _, key := c.resolve(pod.Namespace, ref); key != "" {
-		c.expectations.DeletionObserved(key, podKey(pod))
-		c.queue.EnqueueKey(key)
-	}
-}
-
 // deleteClaim wakes the set the claim's name says it belongs to
 // ("<template>-<set>-<ordinal>"): a pod may be waiting for it to go.
 func (c *ssController) deleteClaim(obj interface{}) {
-	claim, ok := obj.(*corev1.PersistentVolumeClaim)
+	claim, ok := controller.ObjectOf[*corev1.PersistentVolumeClaim](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if claim, ok = tomb.Obj.(*corev1.PersistentVolumeClaim); !ok {
-			return
-		}
+		return
 	}
 	sets, err := c.sets.StatefulSets(claim.Namespace).List(labels.Everything())
 	if err != nil {

@@ -55,15 +55,8 @@ type reconciler struct {
 
 func newController(_ context.Context, cx *controller.Context) ([]controller.Runnable, error) {
 	inf := cx.Informers.Batch().V1().Jobs()
-	clk := clock.PassiveClock(clock.RealClock{})
-	if cx.Clock != nil {
-		clk = cx.Clock
-	}
-	log := cx.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	r := &reconciler{client: cx.Client, jobs: inf.Lister(), clock: clk, log: log.With("controller", "ttl-after-finished")}
+	clk := cx.ClockOrReal()
+	r := &reconciler{client: cx.Client, jobs: inf.Lister(), clock: clk, log: cx.Logger("ttl-after-finished")}
 	c := controller.New("ttl_jobs_to_delete", Workers, r)
 	enqueue := func(obj interface{}) {
 		if j, ok := obj.(*batchv1.Job); ok && j.DeletionTimestamp == nil && needsCleanup(j) {
