@@ -231,57 +231,63 @@ var (
 )
 
 func validateMutatingWebhookConfiguration(c, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
-	var errs field.ErrorList
+	var oldMeta *metav1.ObjectMeta
 	var oldHooks []webhookCommon
 	if old != nil {
-		errs = validateCoreMetaUpdate(&c.ObjectMeta, &old.ObjectMeta)
-		oldHooks = []webhookCommon{}
-		for i := range old.Webhooks {
-			oldHooks = append(oldHooks, mutatingCommon(&old.Webhooks[i]))
-		}
-	} else {
-		errs = validateCoreMeta(&c.ObjectMeta, false, apivalidation.NameIsDNSSubdomain)
+		oldMeta, oldHooks = &old.ObjectMeta, whCommons(old.Webhooks, mutatingCommon)
 	}
-	var hooks []webhookCommon
-	for i := range c.Webhooks {
-		hooks = append(hooks, mutatingCommon(&c.Webhooks[i]))
+	// Only mutating webhooks are re-invoked.
+	reinvocation := func(i int, p *field.Path) field.ErrorList {
+		rp := c.Webhooks[i].ReinvocationPolicy
+		if rp == nil || *rp == admissionregistrationv1.NeverReinvocationPolicy || *rp == admissionregistrationv1.IfNeededReinvocationPolicy {
+			return nil
+		}
+		return field.ErrorList{field.NotSupported(p.Child("reinvocationPolicy"), *rp,
+			[]admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy})}
+	}
+	return whValidateConfiguration(&c.ObjectMeta, oldMeta, whCommons(c.Webhooks, mutatingCommon), oldHooks, reinvocation)
+}
+
+func validateValidatingWebhookConfiguration(c, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
+	var oldMeta *metav1.ObjectMeta
+	var oldHooks []webhookCommon
+	if old != nil {
+		oldMeta, oldHooks = &old.ObjectMeta, whCommons(old.Webhooks, validatingCommon)
+	}
+	return whValidateConfiguration(&c.ObjectMeta, oldMeta, whCommons(c.Webhooks, validatingCommon), oldHooks, nil)
+}
+
+// whValidateConfiguration checks what both configuration kinds share: the
+// metadata (with the update rules when oldMeta is set) and each webhook,
+// then extra, when set, for the kind's own fields of webhook i. oldHooks
+// is nil on create: the rules an update relaxes depend on it.
+func whValidateConfiguration(meta, oldMeta *metav1.ObjectMeta, hooks, oldHooks []webhookCommon, extra func(i int, p *field.Path) field.ErrorList) field.ErrorList {
+	var errs field.ErrorList
+	if oldMeta != nil {
+		errs = validateCoreMetaUpdate(meta, oldMeta)
+	} else {
+		errs = validateCoreMeta(meta, false, apivalidation.NameIsDNSSubdomain)
 	}
 	opts := whOptionsFor(hooks, oldHooks)
 	seen := map[string]bool{}
-	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
+	for i, w := range hooks {
 		p := field.NewPath("webhooks").Index(i)
-		errs = append(errs, whValidate(mutatingCommon(w), opts, seen, p)...)
-		if rp := w.ReinvocationPolicy; rp != nil && *rp != admissionregistrationv1.NeverReinvocationPolicy && *rp != admissionregistrationv1.IfNeededReinvocationPolicy {
-			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *rp,
-				[]admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy}))
+		errs = append(errs, whValidate(w, opts, seen, p)...)
+		if extra != nil {
+			errs = append(errs, extra(i, p)...)
 		}
 	}
 	return errs
 }
 
-func validateValidatingWebhookConfiguration(c, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
-	var errs field.ErrorList
-	var oldHooks []webhookCommon
-	if old != nil {
-		errs = validateCoreMetaUpdate(&c.ObjectMeta, &old.ObjectMeta)
-		oldHooks = []webhookCommon{}
-		for i := range old.Webhooks {
-			oldHooks = append(oldHooks, validatingCommon(&old.Webhooks[i]))
-		}
-	} else {
-		errs = validateCoreMeta(&c.ObjectMeta, false, apivalidation.NameIsDNSSubdomain)
+// whCommons views each webhook of a configuration as the fields both kinds
+// share; the result is never nil.
+func whCommons[W any](ws []W, common func(*W) webhookCommon) []webhookCommon {
+	out := make([]webhookCommon, 0, len(ws))
+	for i := range ws {
+		out = append(out, common(&ws[i]))
 	}
-	var hooks []webhookCommon
-	for i := range c.Webhooks {
-		hooks = append(hooks, validatingCommon(&c.Webhooks[i]))
-	}
-	opts := whOptionsFor(hooks, oldHooks)
-	seen := map[string]bool{}
-	for i, w := range hooks {
-		errs = append(errs, whValidate(w, opts, seen, field.NewPath("webhooks").Index(i))...)
-	}
-	return errs
+	return out
 }
 
 func whValidate(w webhookCommon, opts whOptions, seen map[string]bool, p *field.Path) field.ErrorList {
