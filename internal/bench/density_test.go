@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -129,7 +130,14 @@ func TestDensityKubeconfigCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	if n, err := densityCountNodes(ctx, cs); err != nil || n != 0 {
+	// densityCountNodes reads the watch cache (resourceVersion 0), which
+	// may be a moment behind the deletes that just returned.
+	var n int
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err = densityCountNodes(ctx, cs)
+		return err == nil && n == 0, nil
+	})
+	if err != nil {
 		t.Errorf("after the run the cluster has %d simulated nodes (%v), want 0", n, err)
 	}
 

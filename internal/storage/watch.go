@@ -92,8 +92,18 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 
 // watchContext gives every watch of this process the same gRPC metadata, so
 // they share one stream and one RequestProgress reaches them all.
+//
+// The watches do not ask for a leader (clientv3.WithRequireLeader), as
+// kube-apiserver's do: with it, etcd cancels every watch when its member
+// loses the leader (as an embedded etcd does when it stops), and etcd's
+// client v3.6 then panics if a progress notification — which waitFresh
+// requests often — reaches the stream before those cancellations are
+// cleaned up (send on closed channel in broadcastResponse,
+// etcd-io/etcd#21969, open). A partitioned member's watches go quiet
+// instead of failing; the progress requests of consistent reads notice
+// that (they time out and read from etcd).
 func watchContext(ctx context.Context) context.Context {
-	return clientv3.WithRequireLeader(ctx)
+	return ctx
 }
 
 // RequestProgress asks etcd to tell every watch of this store how far it
