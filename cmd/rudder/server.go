@@ -55,6 +55,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.StringVar(&cfg.ServiceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which services get cluster IPs")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
+	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go profiles under /debug/pprof/ (authorized like any non-resource URL)")
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
 	f.BoolVar(&simKubelet, "simulated-nodes-kubelet-api", true, "simulated nodes serve the kubelet API (kubectl top, kubectl logs) on loopback addresses 127.1.x.y")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 50*time.Second, "how long a node may go without renewing its lease before it is marked NotReady and tainted")

@@ -201,6 +201,8 @@ func (s *Server) routeNonResource(w http.ResponseWriter, r *http.Request, info *
 		s.serveOIDC(w, r, p)
 	case p == "/metrics":
 		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	case s.cfg.Profiling && strings.HasPrefix(p, "/debug/pprof"):
+		servePprof(w, r)
 	case p == "/":
 		s.serveRootPaths(w, r)
 	default:

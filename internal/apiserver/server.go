@@ -51,6 +51,9 @@ type Config struct {
 	// Registry collects the server's metrics (default: a new registry).
 	Registry *prometheus.Registry
 	Clock    clock.Clock
+	// Profiling serves Go's profiles under /debug/pprof/ (kube-apiserver's
+	// --profiling), to callers allowed the non-resource URL.
+	Profiling bool
 }
 
 // Server is the API server: REST handlers over storage with one watch

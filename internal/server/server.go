@@ -66,6 +66,9 @@ type Config struct {
 	CompactionInterval time.Duration
 	// WatchCacheCapacity is the events kept per resource for resuming watches.
 	WatchCacheCapacity int
+	// Profiling serves /debug/pprof/ on the API port (kube-apiserver's
+	// --profiling, on by default there too).
+	Profiling bool
 	// ServiceCIDR and NodePortRange are where services get cluster IPs and
 	// node ports ("10.96.0.0/12", "30000-32767" when empty).
 	ServiceCIDR   string
@@ -233,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ServiceNetwork:     svcNet,
 		Store:              store,
 		WatchCacheCapacity: cfg.WatchCacheCapacity,
+		Profiling:          cfg.Profiling,
 	})
 	if err != nil {
 		return nil, err
