@@ -19,7 +19,6 @@ import (
 	applymetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
@@ -33,14 +32,7 @@ import (
 // configurations. Conflicts must name the manager that owns the field, and
 // Force must take the field over.
 func TestClientGoApplyAndInformer(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
-	createWidgetCRD(ctx, t, jsonCfg)
-	waitServed(ctx, t, dyn, widgets)
+	c, ctx, dyn := widgetCluster(t, clustertest.Options{})
 
 	t.Run("dynamic apply with informer", func(t *testing.T) {
 		events := startWidgetRecorder(ctx, t, dyn)
@@ -229,9 +221,7 @@ func TestCustomResourceWebhookConversion(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
+	jsonCfg, dyn := jsonClients(c.Config)
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal([]byte(widgetCRD), crd); err != nil {
 		t.Fatal(err)

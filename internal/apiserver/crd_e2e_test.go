@@ -161,9 +161,7 @@ func TestCustomResourcesEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	k := newKubectlRunner(t, c.Server.Kubeconfig)
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
+	jsonCfg, dyn := jsonClients(c.Config)
 	ext := apiextclient.NewForConfigOrDie(jsonCfg)
 
 	start := time.Now()
@@ -601,14 +599,7 @@ func checkWidgetInformer(ctx context.Context, t *testing.T, dyn dynamic.Interfac
 // finds custom resources through discovery like any other namespaced
 // resource, so deleting a namespace deletes the widgets in it.
 func TestCustomResourcesNamespaceDeletion(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Controllers: []string{"namespace"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
-	createWidgetCRD(ctx, t, jsonCfg)
-	waitServed(ctx, t, dyn, widgets)
+	_, ctx, dyn := widgetCluster(t, clustertest.Options{Controllers: []string{"namespace"}})
 
 	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]interface{}{"name": "team-w"}}}
@@ -637,6 +628,27 @@ func TestCustomResourcesNamespaceDeletion(t *testing.T) {
 	}
 }
 
+// widgetCluster starts a cluster with opts, installs the Widget CRD and
+// waits until it is served. Its clients speak JSON: custom resources have
+// no protobuf form. The context ends with the test.
+func widgetCluster(t *testing.T, opts clustertest.Options) (*clustertest.Cluster, context.Context, dynamic.Interface) {
+	t.Helper()
+	c := clustertest.Start(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	jsonCfg, dyn := jsonClients(c.Config)
+	createWidgetCRD(ctx, t, jsonCfg)
+	waitServed(ctx, t, dyn, widgets)
+	return c, ctx, dyn
+}
+
+// jsonClients returns a JSON-only copy of cfg and a dynamic client on it.
+func jsonClients(cfg *rest.Config) (*rest.Config, dynamic.Interface) {
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	return jsonCfg, dynamic.NewForConfigOrDie(jsonCfg)
+}
+
 func createWidgetCRD(ctx context.Context, t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -654,9 +666,7 @@ func createWidgetCRD(ctx context.Context, t testing.TB, cfg *rest.Config) {
 func BenchmarkCRDCreateToServing(b *testing.B) {
 	c := clustertest.Start(b, clustertest.Options{})
 	ctx := context.Background()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
+	jsonCfg, dyn := jsonClients(c.Config)
 	ext := apiextclient.NewForConfigOrDie(jsonCfg)
 	base := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal([]byte(widgetCRD), base); err != nil {

@@ -10,8 +10,6 @@ import (
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 )
@@ -21,14 +19,7 @@ import (
 // discovery and kubectl's v2 fallback ask for), every document the
 // /openapi/v3 index lists, and `kubectl explain` with and without v3.
 func TestCustomResourceOpenAPI(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
-	createWidgetCRD(ctx, t, jsonCfg)
-	waitServed(ctx, t, dyn, widgets)
+	c, ctx, _ := widgetCluster(t, clustertest.Options{})
 	rc := c.Client.Discovery().RESTClient()
 
 	t.Run("v2 protobuf", func(t *testing.T) {

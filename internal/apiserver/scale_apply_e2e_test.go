@@ -1,18 +1,14 @@
 package apiserver_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
@@ -25,14 +21,7 @@ import (
 // record the autoscaler as the owner of its replicas field through
 // subresource "scale".
 func TestScaleServerSideApply(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	jsonCfg := rest.CopyConfig(c.Config)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn := dynamic.NewForConfigOrDie(jsonCfg)
-	createWidgetCRD(ctx, t, jsonCfg)
-	waitServed(ctx, t, dyn, widgets)
+	c, ctx, dyn := widgetCluster(t, clustertest.Options{})
 
 	podTemplate := `
     selector: {matchLabels: {app: s}}
