@@ -133,6 +133,32 @@ func taintSet(n *corev1.Node) map[string]bool {
 	return out
 }
 
+// lastRenewal is when node's lease was last renewed.
+func lastRenewal(t *testing.T, cs kubernetes.Interface, node string) time.Time {
+	t.Helper()
+	l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.RenewTime == nil {
+		t.Fatalf("lease %s was never renewed", node)
+	}
+	return l.Spec.RenewTime.Time
+}
+
+// taintAdded is the timeAdded of node's taint key:effect (stored to the
+// second, so at most the moment it was really added).
+func taintAdded(t *testing.T, n *corev1.Node, keyEffect string) time.Time {
+	t.Helper()
+	for _, ta := range n.Spec.Taints {
+		if ta.Key+":"+string(ta.Effect) == keyEffect && ta.TimeAdded != nil {
+			return ta.TimeAdded.Time
+		}
+	}
+	t.Fatalf("%s has no %s taint with timeAdded", n.Name, keyEffect)
+	return time.Time{}
+}
+
 // nodeTaints are the not-ready/unreachable taints, both effects.
 var lifecycleTaints = []string{
 	corev1.TaintNodeNotReady + ":NoExecute", corev1.TaintNodeNotReady + ":NoSchedule",
