@@ -93,8 +93,10 @@ func TestNewBuildsNothing(t *testing.T) {
 	if n := definitionBuilds.Load() - before; n != 0 {
 		t.Fatalf("New built the definitions %d times, want none", n)
 	}
-	// Microseconds in practice; the bound leaves room for a busy machine.
-	if took > 50*time.Millisecond {
+	// Microseconds in practice; building the definitions takes far longer
+	// (the counter above is the real check), and the bound leaves room for
+	// a busy machine's scheduling and GC pauses.
+	if took > time.Second {
 		t.Errorf("New took %v", took)
 	}
 	t.Logf("New: %v", took)
