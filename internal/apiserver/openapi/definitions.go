@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
@@ -155,18 +154,3 @@ var schemas = sync.OnceValues(func() (map[string]*spec.Schema, error) {
 // ("#/components/schemas/<name>"). The map is built once, on the first
 // call, and shared: callers must not modify it.
 func Schemas() (map[string]*spec.Schema, error) { return schemas() }
-
-var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
-	s, err := Schemas()
-	if err != nil {
-		return nil, err
-	}
-	return managedfields.NewTypeConverter(s, false)
-})
-
-// TypeConverter returns the structured-merge-diff type converter of every
-// built-in kind, built from Schemas once, on the first call: what
-// server-side apply needs to turn objects into typed values (the list
-// types and map keys of the schemas decide how fields merge and who owns
-// them).
-func TypeConverter() (managedfields.TypeConverter, error) { return typeConverter() }
