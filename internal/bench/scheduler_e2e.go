@@ -31,7 +31,7 @@ import (
 // measured pods are created by cfg.Clients concurrent clients while a
 // watch records each bind.
 func schedRunE2E(ctx context.Context, cfg SchedulerConfig, p schedParams, profile string) (*SchedulerRun, error) {
-	restCfg, stop, embedded, err := schedConnect(ctx, cfg)
+	restCfg, inProcess, stop, embedded, err := schedConnect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +74,13 @@ func schedRunE2E(ctx context.Context, cfg SchedulerConfig, p schedParams, profil
 	}
 
 	// The scheduler, as the server would run it: protobuf, no client-side
-	// rate limit, events on.
-	scfg := connConfig(restCfg, mediaProtobuf)
-	scfg.UserAgent = "rudder-scheduler"
+	// rate limit, events on; in an embedded server's process, through its
+	// loopback transport as its own scheduler.
+	scfg := inProcess
+	if scfg == nil {
+		scfg = connConfig(restCfg, mediaProtobuf)
+		scfg.UserAgent = "rudder-scheduler"
+	}
 	events := &schedEventWrites{}
 	scfg.Wrap(events.wrap)
 	sclient, err := kubernetes.NewForConfig(scfg)
@@ -253,20 +257,22 @@ func schedPrepareNamespace(ctx context.Context, pool *clientPool, ns string, cla
 // schedConnect returns the kubeconfig's cluster, or starts a fresh
 // embedded server without its own scheduler and without controllers: as
 // in upstream's scheduler_perf, only the API server and the scheduler
-// under test run. embedded says the server is in this process.
-func schedConnect(ctx context.Context, cfg SchedulerConfig) (rc *rest.Config, stop func(), embedded bool, err error) {
+// under test run. embedded says the server is in this process; then
+// inProcess is the configuration its own components use, which the
+// scheduler under test gets (the benchmark's clients use rc, over HTTPS).
+func schedConnect(ctx context.Context, cfg SchedulerConfig) (rc, inProcess *rest.Config, stop func(), embedded bool, err error) {
 	if cfg.Kubeconfig != "" {
 		rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-		return rc, func() {}, false, err
+		return rc, nil, func() {}, false, err
 	}
 	dir, err := os.MkdirTemp("", "rudder-bench-sched-")
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	srv, err := server.Start(ctx, server.Config{DataDir: dir, DisableScheduler: true, Controllers: []string{"-*"}})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	stop = func() {
 		srv.Stop()
@@ -275,9 +281,9 @@ func schedConnect(ctx context.Context, cfg SchedulerConfig) (rc *rest.Config, st
 	rc, err = clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 	if err != nil {
 		stop()
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
-	return rc, stop, true, nil
+	return rc, srv.ComponentConfig("rudder-scheduler"), stop, true, nil
 }
 
 // schedCleanup deletes the run's namespace, nodes and classes from a real cluster,

@@ -42,6 +42,15 @@ func (s *Server) componentConfig(user *auth.User, userAgent string) *rest.Config
 	}
 }
 
+// ComponentConfig is the client configuration the server's own
+// components use (componentConfig, as the admin): for a harness that runs
+// another component in the server's process, as the scheduler benchmark
+// runs the scheduler under test, so that it reaches the API as the
+// built-in one would.
+func (s *Server) ComponentConfig(userAgent string) *rest.Config {
+	return s.componentConfig(componentUser, userAgent)
+}
+
 // componentUser is who the in-process components act as: the admin the
 // admin certificate names (system:masters), as when they used that
 // certificate over HTTPS. One identity per component (upstream's
