@@ -289,6 +289,12 @@ func TestReleaseAndCollision(t *testing.T) {
 		}
 		return metav1.GetControllerOf(rs) == nil, nil
 	})
+	// The deployment's status may still read complete from before the
+	// release: wait for the replacement, then for it to be rolled out.
+	waitFor(t, "a new replica set", 10*time.Second, func() (bool, error) {
+		rss := ownedReplicaSets(t, client, d)
+		return len(rss) == 1 && rss[0].Name != first.Name, nil
+	})
 	d = waitComplete(t, client, "rel")
 	rss := ownedReplicaSets(t, client, d)
 	if len(rss) != 1 || rss[0].Name == first.Name {
