@@ -173,7 +173,8 @@ func (d *kubeletDialer) Kubelet(w http.ResponseWriter, r *http.Request, node *co
 // kubeletCheckResponse turns a kubelet's error answer (plain text) into an
 // API status, as upstream's API server does, so clients show the
 // kubelet's words: 400 is BadRequest, 500 InternalError, anything else
-// a status of that code with the text as its message. Upgrades (101) and
+// a status of that code with the text as its message (reason NotFound,
+// Unauthorized or Forbidden where the code says so). Upgrades (101) and
 // successes pass through.
 func kubeletCheckResponse(resp *http.Response) error {
 	if resp.StatusCode < 300 {
@@ -189,8 +190,15 @@ func kubeletCheckResponse(resp *http.Response) error {
 		return apierrors.NewInternalError(errors.New(text))
 	}
 	reason := metav1.StatusReasonUnknown
-	if resp.StatusCode == http.StatusNotFound {
+	switch resp.StatusCode {
+	case http.StatusNotFound:
 		reason = metav1.StatusReasonNotFound
+	case http.StatusUnauthorized:
+		reason = metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		// The kubelet refused the API server's kubelet client: kubectl
+		// prints "Error from server (Forbidden): Forbidden (user=...)".
+		reason = metav1.StatusReasonForbidden
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(resp.StatusCode), Reason: reason, Message: text}}
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
@@ -24,12 +23,13 @@ type openAPI struct {
 // newOpenAPI describes the resources as discovery lists them (same verbs,
 // same subresources), without building any document.
 func newOpenAPI(resources []*registry.Resource) *openAPI {
+	resources = rmAPIResources(resources) // metrics.k8s.io (resourcemetrics_serve.go)
 	rs := make([]openapi.Resource, 0, len(resources))
 	for _, res := range resources {
-		if _, err := clientgoscheme.Scheme.New(res.GroupVersionKind()); err != nil {
-			// The openapi package describes the kinds k8s.io/api has Go
-			// types and generated definitions for; apiextensions.k8s.io
-			// is not one of them.
+		if !openapi.Describes(res.GroupVersionKind()) {
+			// The openapi package describes the kinds k8s.io/api and
+			// k8s.io/metrics have Go types and generated definitions for;
+			// apiextensions.k8s.io is not one of them.
 			continue
 		}
 		r := openapi.Resource{

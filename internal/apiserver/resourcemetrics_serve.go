@@ -26,12 +26,18 @@ const rmGroup = "metrics.k8s.io"
 // rmDiscovery adds metrics.k8s.io/v1beta1 to the discovery documents, so
 // kubectl finds the group.
 func rmDiscovery(all []*registry.Resource, groups []groupVersions) ([]*registry.Resource, []groupVersions) {
+	groups = append(groups[:len(groups):len(groups)], groupVersions{group: rmGroup, versions: []string{"v1beta1"}})
+	return rmAPIResources(all), groups
+}
+
+// rmAPIResources adds the resources of metrics.k8s.io/v1beta1 to all (a
+// new slice), for discovery and the OpenAPI documents: NodeMetrics and
+// PodMetrics, get and list, as metrics-server registers them.
+func rmAPIResources(all []*registry.Resource) []*registry.Resource {
 	verbs := []string{"get", "list"}
-	all = append(all[:len(all):len(all)],
+	return append(all[:len(all):len(all)],
 		&registry.Resource{Group: rmGroup, Version: "v1beta1", Resource: "nodes", Kind: "NodeMetrics", Verbs: verbs},
 		&registry.Resource{Group: rmGroup, Version: "v1beta1", Resource: "pods", Kind: "PodMetrics", Namespaced: true, Verbs: verbs})
-	groups = append(groups[:len(groups):len(groups)], groupVersions{group: rmGroup, versions: []string{"v1beta1"}})
-	return all, groups
 }
 
 // serveResourceMetrics answers /apis/metrics.k8s.io/v1beta1/...

@@ -322,6 +322,7 @@ func TestKubeletCheckResponse(t *testing.T) {
 		{"bad request", http.StatusBadRequest, "container \"app\" is waiting to start\n", false, metav1.StatusReasonBadRequest},
 		{"not found", http.StatusNotFound, "pod \"ns/p\" does not exist", false, metav1.StatusReasonNotFound},
 		{"internal", http.StatusInternalServerError, "boom", false, metav1.StatusReasonInternalError},
+		{"forbidden", http.StatusForbidden, "Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource(s)=[proxy])", false, metav1.StatusReasonForbidden},
 		{"other", http.StatusServiceUnavailable, "node sim-0 is stopped", false, metav1.StatusReasonUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,6 +127,15 @@ var bootstrapRoles = []roleSpec{
 		{verbs: create, group: "authentication.k8s.io", resources: "tokenreviews"},
 		{verbs: create, group: "authorization.k8s.io", resources: "subjectaccessreviews"},
 	}},
+	// Full access to the kubelet API, checked by kubelets in webhook mode
+	// (a SubjectAccessReview on nodes/<subresource>): what the API server's
+	// kubelet client needs for logs, exec, proxy and metrics. pods, healthz
+	// and configz are the fine-grained subresources (KubeletFineGrainedAuthz).
+	{name: "system:kubelet-api-admin", rules: []ruleRow{
+		{verbs: read, group: "", resources: "nodes"},
+		{verbs: []string{"proxy"}, group: "", resources: "nodes"},
+		{verbs: anyVerb, group: "", resources: "nodes/proxy nodes/metrics nodes/spec nodes/stats nodes/log nodes/pods nodes/healthz nodes/configz"},
+	}},
 	// Relying parties (a pod's workload, or anything a cluster admin binds
 	// it to) fetch these to verify service-account tokens offline.
 	{name: "system:service-account-issuer-discovery", rules: []ruleRow{
@@ -136,17 +145,20 @@ var bootstrapRoles = []roleSpec{
 
 // bootstrapBindings bind the roles above to the groups every request is
 // in: system:masters gets everything, every authenticated user may
-// discover APIs and ask what it may do, and anyone may check health and
-// version.
+// discover APIs and ask what it may do, anyone may check health and
+// version, and the API server's kubelet client may use the kubelet API.
 var bootstrapBindings = []struct {
 	role   string
 	groups []string
+	users  []string
 }{
-	{"cluster-admin", []string{SystemPrivilegedGroup}},
-	{"system:basic-user", []string{AllAuthenticated}},
-	{"system:discovery", []string{AllAuthenticated}},
-	{"system:public-info-viewer", []string{AllAuthenticated, AllUnauthenticated}},
-	{"system:service-account-issuer-discovery", []string{AllServiceAccountsGroup}},
+	{"cluster-admin", []string{SystemPrivilegedGroup}, nil},
+	{"system:basic-user", []string{AllAuthenticated}, nil},
+	{"system:discovery", []string{AllAuthenticated}, nil},
+	{"system:public-info-viewer", []string{AllAuthenticated, AllUnauthenticated}, nil},
+	{"system:service-account-issuer-discovery", []string{AllServiceAccountsGroup}, nil},
+	// The API server's client certificate to kubelets (pki.KubeletClientCommonName).
+	{"system:kubelet-api-admin", nil, []string{"kube-apiserver-kubelet-client"}},
 }
 
 // BootstrapClusterRoles returns the cluster roles rudder creates on first
@@ -206,6 +218,9 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		}
 		for _, g := range b.groups {
 			crb.Subjects = append(crb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: g})
+		}
+		for _, u := range b.users {
+			crb.Subjects = append(crb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
 		}
 		out = append(out, crb)
 	}

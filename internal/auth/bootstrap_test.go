@@ -129,7 +129,7 @@ func TestBootstrapObjects(t *testing.T) {
 	t.Run("expected roles exist", func(t *testing.T) {
 		for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:aggregate-to-admin",
 			"system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user", "system:discovery", "system:public-info-viewer",
-			"system:auth-delegator", "system:service-account-issuer-discovery"} {
+			"system:auth-delegator", "system:service-account-issuer-discovery", "system:kubelet-api-admin"} {
 			if roles[name] == nil {
 				t.Errorf("missing cluster role %s", name)
 			}
@@ -187,6 +187,7 @@ func TestBootstrapObjects(t *testing.T) {
 			{"system:discovery", []string{"system:authenticated"}},
 			{"system:public-info-viewer", []string{"system:authenticated", "system:unauthenticated"}},
 			{"system:service-account-issuer-discovery", []string{"system:serviceaccounts"}},
+			{"system:kubelet-api-admin", []string{"User:kube-apiserver-kubelet-client"}},
 		}
 		if len(bindings) != len(tests) {
 			t.Errorf("got %d bindings, want %d", len(bindings), len(tests))
@@ -202,10 +203,16 @@ func TestBootstrapObjects(t *testing.T) {
 			}
 			var got []string
 			for _, s := range b.Subjects {
-				if s.Kind != rbacv1.GroupKind || s.APIGroup != rbacv1.GroupName {
+				name := s.Name
+				if s.Kind == rbacv1.UserKind {
+					name = "User:" + name
+				} else if s.Kind != rbacv1.GroupKind {
 					t.Errorf("%s: subject %+v", tc.name, s)
 				}
-				got = append(got, s.Name)
+				if s.APIGroup != rbacv1.GroupName {
+					t.Errorf("%s: subject %+v", tc.name, s)
+				}
+				got = append(got, name)
 			}
 			if len(got) != len(tc.groups) || (len(got) > 0 && got[0] != tc.groups[0]) || (len(got) > 1 && got[1] != tc.groups[1]) {
 				t.Errorf("%s: subjects %v, want %v", tc.name, got, tc.groups)

@@ -100,7 +100,12 @@
 // and the fleet listens on that address at one port (Config.KubeletAPI.Port,
 // or one free on all the addresses): one socket per node, one
 // http.Server for all, which tells the node by the address a connection
-// came in on. Clients need a certificate of the cluster CA. It serves:
+// came in on. Clients need a certificate of the cluster CA, and are
+// authorized as a kubelet in webhook mode authorizes them: a
+// SubjectAccessReview on nodes/<subresource> (metrics, log, stats, proxy;
+// pods, healthz, configz then proxy), decisions cached 5 min (allowed)
+// and 30 s (denied); others get 403 "Forbidden (user=..., verb=...,
+// resource=nodes, subresource(s)=[...])". It serves:
 //
 //   - /healthz: ok;
 //   - /metrics/resource: what metrics-server scrapes, in the Prometheus
@@ -109,7 +114,9 @@
 //     per running container, pod_* sums, node_cpu_usage_seconds_total and
 //     node_memory_working_set_bytes;
 //   - /containerLogs/{namespace}/{pod}/{container}: three synthesized
-//     lines (tailLines and timestamps honoured; follow ends at once).
+//     lines (tailLines, limitBytes, sinceSeconds, sinceTime and
+//     timestamps honoured); with follow=true one more line a second until
+//     the client leaves or the container stops.
 //
 // Usage: a pod annotated simnode.rudder.dev/cpu-usage and/or
 // simnode.rudder.dev/memory-usage (quantities: "250m", "300Mi") uses that,
@@ -121,9 +128,8 @@
 // CPU counters grow at the rate in force since the last scrape, so a
 // changed annotation shows from the next scrape on and counters never go
 // back. A stopped node answers 503, so its metrics are missing, as a dead
-// machine's would be. Any certificate of the cluster CA is let in (a
-// real kubelet also asks the API server whether its user may); exec,
-// attach and port-forward are answered 400, "runs no containers".
+// machine's would be. Exec, attach and port-forward are answered 400,
+// "runs no containers".
 //
 // # Stopping a node
 //

@@ -23,7 +23,16 @@ import (
 // kubelet's HTTPS API, so that the API server can reach it as it reaches a
 // kubelet: /healthz, /metrics/resource (what metrics-server scrapes for
 // kubectl top) and /containerLogs/{namespace}/{pod}/{container} (what
-// kubectl logs reads). See kubeletapi_usage.go for the usage it reports.
+// kubectl logs reads; follow=true streams). See kubeletapi_usage.go for
+// the usage it reports and kubeletlogs.go for the logs.
+//
+// Every request is authenticated by its client certificate and
+// authorized, as a kubelet in webhook mode does, by a SubjectAccessReview
+// on nodes/<subresource> through the fleet's client (kubeletauth.go): the
+// API server's kubelet client is allowed by the bootstrap binding of
+// system:kubelet-api-admin, other users by what RBAC grants them. The
+// fleet's client must therefore be allowed to create
+// subjectaccessreviews (system:auth-delegator grants it).
 //
 // Simulated nodes must never make the API server dial a real address, so
 // a fleet that serves the API gives node i the loopback address
@@ -35,7 +44,8 @@ type KubeletAPI struct {
 	// ServingCert is what every node serves (one certificate for the
 	// fleet; the API server checks only that it chains to the cluster CA).
 	ServingCert tls.Certificate
-	// ClientCAs verifies clients, who must present a certificate.
+	// ClientCAs verifies clients, who must present a certificate; its
+	// subject names the user (CommonName) and groups (Organization).
 	ClientCAs *x509.CertPool
 	// Port every node listens on, each on its own address. 0 picks a port
 	// free on all of them.
@@ -76,6 +86,10 @@ type kubeletServer struct {
 	srv     *http.Server
 	byIP    map[netip.Addr]*simNode
 	started time.Time
+	// authz decides who may read what (kubeletauth.go).
+	authz *kubeletAuthorizer
+	// done ends followed log streams when the fleet stops.
+	done <-chan struct{}
 	// cpu accumulates each node's CPU counter between scrapes, so it only
 	// grows although pods come and go (node index → state).
 	cpuMu sync.Mutex
@@ -104,7 +118,8 @@ func (f *Fleet) startKubeletAPI(ctx context.Context) error {
 	if api == nil {
 		return nil
 	}
-	k := &kubeletServer{f: f, byIP: make(map[netip.Addr]*simNode, len(f.nodes)), started: f.cfg.Clock.Now(), cpu: make([]nodeCPU, len(f.nodes))}
+	k := &kubeletServer{f: f, byIP: make(map[netip.Addr]*simNode, len(f.nodes)), started: f.cfg.Clock.Now(), cpu: make([]nodeCPU, len(f.nodes)),
+		authz: newKubeletAuthorizer(f.cfg.Client, f.cfg.Clock, f.cfg.Logger), done: ctx.Done()}
 	for _, n := range f.nodes {
 		k.byIP[n.ip] = n
 	}
@@ -202,6 +217,13 @@ func (k *kubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "node "+n.name+" is stopped", http.StatusServiceUnavailable)
 		return
 	}
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if !k.authz.authorize(w, r, certUser(r.TLS.PeerCertificates[0]), n.name) {
+		return
+	}
 	switch p := r.URL.Path; {
 	case kubeletStreamPath(p):
 		// Nothing runs on a simulated node to exec into or forward to.
@@ -270,52 +292,6 @@ func (k *kubeletServer) serveResourceMetrics(w http.ResponseWriter, n *simNode) 
 	k.cpuMu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(resourceMetricsText(usage, nodeCPUSeconds, now))
-}
-
-// serveLogs answers /containerLogs/{namespace}/{pod}/{container} with a
-// short synthesized log: nothing runs, but kubectl logs has something to
-// show. tailLines and timestamps are honoured; follow returns what there
-// is and ends.
-func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *simNode, rest string) {
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 {
-		http.NotFound(w, r)
-		return
-	}
-	obj, ok, _ := k.f.podInformer.GetIndexer().GetByKey(parts[0] + "/" + parts[1])
-	if !ok || obj.(*corev1.Pod).Spec.NodeName != n.name {
-		http.Error(w, fmt.Sprintf("pod %q does not exist", parts[0]+"/"+parts[1]), http.StatusNotFound)
-		return
-	}
-	pod := obj.(*corev1.Pod)
-	lines, err := containerLog(pod, parts[2], n.name)
-	if err != nil {
-		// As the kubelet: an unknown container is 404, one not started 400.
-		code := http.StatusBadRequest
-		if kubeletContainerSpec(pod, parts[2]) == nil {
-			code = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), code)
-		return
-	}
-	q := r.URL.Query()
-	if v := q.Get("tailLines"); v != "" {
-		if t, err := strconv.Atoi(v); err == nil && t >= 0 && t < len(lines) {
-			lines = lines[len(lines)-t:]
-		}
-	}
-	stamps := q.Get("timestamps") == "true"
-	w.Header().Set("Content-Type", "text/plain")
-	var b strings.Builder
-	for _, l := range lines {
-		if stamps {
-			b.WriteString(l.at.UTC().Format(time.RFC3339Nano))
-			b.WriteByte(' ')
-		}
-		b.WriteString(l.text)
-		b.WriteByte('\n')
-	}
-	_, _ = w.Write([]byte(b.String()))
 }
 
 // advance moves a node's CPU counters to now at the rates of u, and

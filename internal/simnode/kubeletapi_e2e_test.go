@@ -1,10 +1,13 @@
 package simnode_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -127,6 +131,101 @@ func TestKubeletAPIWithKubectl(t *testing.T) {
 			t.Errorf("kubectl logs --tail=1: %v\n%q", err, out)
 		}
 	})
+	t.Run("kubectl logs -f streams until killed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Server.Kubeconfig, "logs", "-f", "web", "-c", "app")
+		lines := followLines(t, cmd)
+		// Three lines at start, then one per second: wait for two of those.
+		var got []string
+		for len(got) < 5 {
+			l, ok := <-lines
+			if !ok {
+				t.Fatalf("kubectl logs -f ended after %d lines: %q", len(got), got)
+			}
+			got = append(got, l)
+		}
+		if !strings.Contains(got[4], "simnode: container app is running (") {
+			t.Errorf("followed line %q", got[4])
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		for range lines { // drained: kubectl is gone
+		}
+		_ = cmd.Wait()
+	})
+	t.Run("kubectl logs -f ends when the container stops", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "sim-1", Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := c.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
+			return err == nil && got.Status.Phase == corev1.PodRunning, nil
+		}); err != nil {
+			t.Fatal("pod not Running:", err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Server.Kubeconfig, "logs", "-f", "short", "--tail=1", "--timestamps")
+		lines := followLines(t, cmd)
+		first := <-lines
+		if _, err := time.Parse(time.RFC3339Nano, strings.Fields(first)[0]); err != nil || !strings.HasSuffix(first, "simnode: container c is running") {
+			t.Errorf("first line %q, want a timestamp and the last start line", first)
+		}
+		if err := c.Client.CoreV1().Pods("default").Delete(ctx, "short", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range lines {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("kubectl logs -f: %v (ended by the deadline?)", err)
+		}
+	})
+	t.Run("kubectl logs --limit-bytes", func(t *testing.T) {
+		out, err := kubectl("logs", "web", "-c", "app", "--limit-bytes=10")
+		if err != nil || out != "simnode: s" {
+			t.Errorf("kubectl logs --limit-bytes=10: %v %q", err, out)
+		}
+	})
+	t.Run("client certificates of other users are authorized by the API server", func(t *testing.T) {
+		addr := net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+		// bob may read node metrics, nothing else; alice nothing.
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "node-metrics-reader"},
+			Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes/metrics"}}}}
+		if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-node-metrics"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "bob"}}}
+		if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			user, method, path string
+			code               int
+			body               string
+		}{
+			{"alice", "GET", "/metrics/resource", 403, "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[metrics])"},
+			{"alice", "GET", "/containerLogs/default/web/app", 403, "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[proxy])"},
+			{"alice", "GET", "/healthz", 403, "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[healthz proxy])"},
+			{"alice", "POST", "/exec/default/web/app", 403, "Forbidden (user=alice, verb=create, resource=nodes, subresource(s)=[proxy])"},
+			{"bob", "GET", "/metrics/resource", 200, "node_cpu_usage_seconds_total"},
+			{"bob", "GET", "/containerLogs/default/web/app", 403, "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[proxy])"},
+		} {
+			code, body := kubeletRequest(t, c, addr, tc.user, tc.method, tc.path)
+			if code != tc.code || !strings.Contains(body, tc.body) {
+				t.Errorf("%s %s %s: %d %q, want %d %q", tc.user, tc.method, tc.path, code, body, tc.code, tc.body)
+			}
+		}
+		// The API server's own certificate still gets through.
+		if out, err := kubectl("logs", "web", "-c", "app", "--tail=1"); err != nil {
+			t.Errorf("kubectl logs: %v %s", err, out)
+		}
+	})
 	t.Run("the kubelet API wants a client certificate of the cluster CA", func(t *testing.T) {
 		addr := net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
 		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -211,3 +310,52 @@ func milli(t *testing.T, s string) int {
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// followLines starts cmd and sends its output lines until it ends.
+func followLines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
+}
+
+// kubeletRequest makes one request of a simulated kubelet with a client
+// certificate of the cluster CA naming user.
+func kubeletRequest(t *testing.T, c *clustertest.Cluster, addr, user, method, path string) (int, string) {
+	t.Helper()
+	certPEM, keyPEM, err := c.Server.PKI.IssueClientCert(user, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{cert}, RootCAs: c.Server.PKI.CAPool, InsecureSkipVerify: true}}}
+	req, err := http.NewRequest(method, "https://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 // The two reference styles: a v2 document keeps its schemas under
@@ -54,9 +55,31 @@ type kindNamer struct {
 	gvks map[string][]schema.GroupVersionKind // by model name
 }
 
-// kinds is the namer over the client-go scheme, which registers every
-// group version of k8s.io/api. It is built once, on first use.
-var kinds = sync.OnceValue(func() *kindNamer { return newKindNamer(clientgoscheme.Scheme) })
+// kinds is the namer over the kinds the documents describe. It is built
+// once, on first use.
+var kinds = sync.OnceValue(func() *kindNamer { return newKindNamer(kindScheme()) })
+
+// kindScheme registers the Go types of the kinds the documents describe:
+// every group version of k8s.io/api (the client-go scheme) and the
+// resource metrics API (metrics.k8s.io/v1beta1, which metrics-server
+// serves upstream and the API server serves here). Built once, on first
+// use.
+var kindScheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err) // static registrations
+	}
+	// The kinds alone: metricsv1beta1.AddToScheme would also make the
+	// meta/v1 options (DeleteOptions, WatchEvent...) kinds of the group,
+	// which changes their x-kubernetes-group-version-kind everywhere.
+	s.AddKnownTypes(metricsv1beta1.SchemeGroupVersion, &metricsv1beta1.NodeMetrics{}, &metricsv1beta1.NodeMetricsList{},
+		&metricsv1beta1.PodMetrics{}, &metricsv1beta1.PodMetricsList{})
+	return s
+})
+
+// Describes reports whether the documents can describe gvk: whether it is
+// a kind with a Go type and generated schema.
+func Describes(gvk schema.GroupVersionKind) bool { return kindScheme().Recognizes(gvk) }
 
 func newKindNamer(s *runtime.Scheme) *kindNamer {
 	n := &kindNamer{gvks: map[string][]schema.GroupVersionKind{}}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/common"
 )
 
@@ -322,7 +321,7 @@ func hasVerb(verbs []string, v string) bool {
 // newObject returns a value (not a pointer) of the Go type of gvk: the
 // builders name a definition after the type of the sample they are given.
 func newObject(gvk schema.GroupVersionKind) (interface{}, error) {
-	obj, err := clientgoscheme.Scheme.New(gvk)
+	obj, err := kindScheme().New(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: no Go type for %v: %w", gvk, err)
 	}

@@ -183,6 +183,37 @@ func TestServer(t *testing.T) {
 			}
 		}
 	})
+	t.Run("kubectl explain of resource metrics", func(t *testing.T) {
+		out, code := k.run(t, "", "explain", "podmetrics.containers", "--api-version=metrics.k8s.io/v1beta1")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		for _, want := range []string{
+			"GROUP:      metrics.k8s.io",
+			"KIND:       PodMetrics",
+			"FIELD: containers <[]ContainerMetrics>",
+			"usage\t<map[string]Quantity> -required-",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("explain lacks %q:\n%s", want, out)
+			}
+		}
+		doc, err := openapi3.NewRoot(c.Client.Discovery().OpenAPIV3()).GVSpec(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"/apis/metrics.k8s.io/v1beta1/nodes", "/apis/metrics.k8s.io/v1beta1/nodes/{name}",
+			"/apis/metrics.k8s.io/v1beta1/pods", "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}"} {
+			if path, ok := doc.Paths.Paths[p]; !ok || path.Get == nil || path.Post != nil {
+				t.Errorf("path %s: %+v, want GET only", p, path)
+			}
+		}
+		for _, kind := range []string{"NodeMetrics", "NodeMetricsList", "PodMetrics", "PodMetricsList"} {
+			if !hasKindSchema(doc, schema.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: kind}) {
+				t.Errorf("no schema of kind %s", kind)
+			}
+		}
+	})
 	t.Run("kubectl apply --validate=strict", func(t *testing.T) {
 		manifest := `apiVersion: apps/v1
 kind: Deployment
