@@ -294,7 +294,7 @@ func TestClusterNodeFailure(t *testing.T) {
 }
 
 // /metrics carries the scheduler's and the controllers' metrics beside the
-// API server's.
+// API server's, and the process's own.
 func TestClusterMetrics(t *testing.T) {
 	srv, rc := startTestServer(t, Config{SimulatedNodes: 1, Controllers: []string{"*"}})
 	<-srv.SimNodes.Ready()
@@ -306,7 +306,8 @@ func TestClusterMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"scheduler_schedule_attempts_total", "rudder_controller_reconcile_duration_seconds", "workqueue_depth", "apiserver_request_total"} {
+	for _, name := range []string{"scheduler_schedule_attempts_total", "rudder_controller_reconcile_duration_seconds", "workqueue_depth", "apiserver_request_total",
+		"go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes", "process_cpu_seconds_total"} {
 		if !strings.Contains(string(body), name) {
 			t.Errorf("/metrics has no %s", name)
 		}

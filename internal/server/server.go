@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -221,10 +222,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One /metrics for the whole control plane: the API server's own, and
-	// those of the in-process scheduler and controllers.
+	// One /metrics for the whole control plane: the API server's own,
+	// those of the in-process scheduler and controllers, and the process's
+	// (go_* and process_*, as every upstream component serves them).
 	metrics := prometheus.NewRegistry()
-	for _, group := range [][]prometheus.Collector{scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors()} {
+	runtimeCollectors := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	for _, group := range [][]prometheus.Collector{runtimeCollectors, scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors()} {
 		for _, c := range group {
 			if err := metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("metrics: %w", err)
