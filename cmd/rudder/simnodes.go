@@ -97,7 +97,7 @@ and simnode.rudder.dev/memory-usage.`,
 	f.DurationVar(&cfg.PodStopDelay, "pod-stop-delay", 0, "time a deleted pod takes to stop, at most its grace period (default 500ms)")
 	f.DurationVar(&cfg.JobDuration, "job-duration", 0, "how long restartPolicy Never/OnFailure pods run (default 5s)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", 0, "node lease duration; renewed every quarter of it (default 40s)")
-	f.IntVar(&cfg.NodeWorkers, "node-workers", 0, "concurrent lease and status writes (default 8)")
+	f.IntVar(&cfg.NodeWorkers, "node-workers", 0, "concurrent lease and status writes (default one per 100 nodes, 8 to 64)")
 	f.IntVar(&cfg.PodWorkers, "pod-workers", 0, "concurrent pod writes (default one per 16 nodes, 16 to 64)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the spread of renewals and generated IDs")
 	f.BoolVar(&kubeletAPI, "kubelet-api", false, "serve the kubelet API (metrics for kubectl top, logs) on loopback addresses 127.1.x.y; needs --kubelet-ca-dir")
