@@ -42,11 +42,16 @@ func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, namespace,
 	}
 	// Served from the cache once it is known to be fresh enough: for ""
 	// that means as fresh as etcd is now (one cheap revision read), for N
-	// at least N, for "0" anything.
+	// at least N, for "0" anything. A "" read the cache cannot answer yet
+	// (it lags etcd during a write storm) reads etcd at once, as upstream
+	// serves every such GET: waiting for the cache cost seconds there.
 	var err error
 	switch {
 	case rvParam == "":
-		_, err = h.cache.freshRevision(ctx)
+		var fresh bool
+		if fresh, err = h.cache.freshNow(ctx); err == nil && !fresh {
+			err = errNotFresh
+		}
 	case minRev > 0:
 		err = h.cache.waitFresh(ctx, minRev, freshTimeout)
 		if errors.Is(err, errNotFresh) {

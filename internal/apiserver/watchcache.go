@@ -321,6 +321,21 @@ func (c *watchCache) freshRevision(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
+// freshNow reports whether the cache already holds etcd's current
+// revision, without waiting for it to catch up.
+func (c *watchCache) freshNow(ctx context.Context) (bool, error) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	rev, err := c.store.CurrentRevision(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.revision() >= rev, nil
+}
+
 // get returns the cached object at key, or nil.
 func (c *watchCache) get(key string) *cacheObject {
 	c.mu.RLock()
