@@ -138,7 +138,9 @@ func (h *handle) RunFilterPluginsWithNominatedPods(ctx context.Context, state *f
 // with the plugin set.
 func (p *Profile) runPreFilter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	var result *framework.PreFilterResult
-	state.SkipFilter = make(map[string]bool, 2)
+	// Sized for every plugin: most skip for a plain pod, and a map grown
+	// past its first size rehashes.
+	state.SkipFilter = make(map[string]bool, len(p.preFilter))
 	for _, pl := range p.preFilter {
 		r, s := pl.PreFilter(ctx, state, pod, nodes)
 		switch {
@@ -228,7 +230,7 @@ func (p *Profile) filterWithNominated(ctx context.Context, state *framework.Cycl
 
 // runPreScore runs PreScore; Skip disables that plugin's Score.
 func (p *Profile) runPreScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
-	state.SkipScore = make(map[string]bool, 2)
+	state.SkipScore = make(map[string]bool, len(p.preScore))
 	for _, pl := range p.preScore {
 		s := pl.PreScore(ctx, state, pod, nodes)
 		if s.IsSkip() {
@@ -279,6 +281,23 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		errs[j] = st
 		errMu.Unlock()
 	}
+	// invalid[j] is the lowest index of a node given an out-of-range
+	// score by plugin j, which has no NormalizeScore and so is summed
+	// into totals inside the ranges (see below); nil while none.
+	var invalid []int
+	outOfRange := func(j, i int) {
+		errMu.Lock()
+		if invalid == nil {
+			invalid = make([]int, len(active))
+			for k := range invalid {
+				invalid[k] = -1
+			}
+		}
+		if invalid[j] < 0 || i < invalid[j] {
+			invalid[j] = i
+		}
+		errMu.Unlock()
+	}
 	// Ranges of nodes, plugin by plugin within a range: a plugin's loop
 	// stays hot and the range's node infos stay in cache across plugins.
 	p.handle.parallel.UntilChunks(ctx, len(nodes), scoreChunk, func(lo, hi int) {
@@ -310,6 +329,21 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				out[i] = framework.NodeScore{Name: totals[lo+i].Name, Score: s}
 			}
 		}
+		// Plugins without NormalizeScore have their final scores now:
+		// add them up here, in parallel and while the range is in
+		// cache, rather than in a serial pass over every node after.
+		for j, pl := range active {
+			if pl.normalize != nil {
+				continue
+			}
+			for i, ns := range scores[j][lo:hi] {
+				if ns.Score < framework.MinNodeScore || ns.Score > framework.MaxNodeScore {
+					outOfRange(j, lo+i)
+					continue
+				}
+				totals[lo+i].Score += ns.Score * pl.weight
+			}
+		}
 	})
 	// Ranges not handed out when ctx ended were never scored.
 	if err := ctx.Err(); err != nil {
@@ -319,21 +353,32 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 		if errs != nil && errs[j] != nil {
 			return nil, framework.AsStatus(fmt.Errorf("running Score plugin %q: %w", pl.Name(), errs[j].AsError()))
 		}
-		if ext := pl.normalize; ext != nil {
-			if s := ext.NormalizeScore(ctx, state, pod, scores[j]); !s.IsSuccess() {
-				return nil, framework.AsStatus(fmt.Errorf("running NormalizeScore of %q: %w", pl.Name(), s.AsError()))
+		ext := pl.normalize
+		if ext == nil {
+			// Summed in the ranges; only an out-of-range score is left
+			// to report, the first node's, as the serial pass would.
+			if invalid != nil && invalid[j] >= 0 {
+				return nil, invalidScore(pl.Name(), scores[j][invalid[j]].Score, nodes[invalid[j]].Name())
 			}
+			continue
+		}
+		if s := ext.NormalizeScore(ctx, state, pod, scores[j]); !s.IsSuccess() {
+			return nil, framework.AsStatus(fmt.Errorf("running NormalizeScore of %q: %w", pl.Name(), s.AsError()))
 		}
 		for i := range nodes {
 			sc := scores[j][i].Score
 			if sc < framework.MinNodeScore || sc > framework.MaxNodeScore {
-				return nil, framework.AsStatus(fmt.Errorf("plugin %q returns an invalid score %d for node %q, it should be in [%d, %d]",
-					pl.Name(), sc, nodes[i].Name(), framework.MinNodeScore, framework.MaxNodeScore))
+				return nil, invalidScore(pl.Name(), sc, nodes[i].Name())
 			}
 			totals[i].Score += sc * pl.weight
 		}
 	}
 	return totals, nil
+}
+
+func invalidScore(plugin string, score int64, node string) *framework.Status {
+	return framework.AsStatus(fmt.Errorf("plugin %q returns an invalid score %d for node %q, it should be in [%d, %d]",
+		plugin, score, node, framework.MinNodeScore, framework.MaxNodeScore))
 }
 
 func (p *Profile) runReserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) *framework.Status {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,4 +160,112 @@ func scoreTestPod(r *rand.Rand, name, node string) *corev1.Pod {
 		}}}
 	}
 	return p
+}
+
+// fixedScorer scores node i (by its name "n<i>") with score(i); with
+// normalize set it also has a NormalizeScore that adds 1 to every score.
+type fixedScorer struct {
+	name      string
+	score     func(i int) int64
+	normalize bool
+}
+
+func (f *fixedScorer) Name() string { return f.name }
+
+func (f *fixedScorer) Score(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	var i int
+	fmt.Sscanf(ni.Name(), "n%d", &i)
+	return f.score(i), nil
+}
+
+func (f *fixedScorer) ScoreExtensions() framework.ScoreExtensions {
+	if f.normalize {
+		return f
+	}
+	return nil
+}
+
+func (f *fixedScorer) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, scores []framework.NodeScore) *framework.Status {
+	for i := range scores {
+		scores[i].Score++
+	}
+	return nil
+}
+
+// TestRunScoreTotalsAndInvalidScores checks the weighted totals, summed
+// partly inside the parallel ranges (plugins without NormalizeScore) and
+// partly after normalization, and that an out-of-range score is reported
+// for the first such node of the first such plugin, as a serial pass
+// over plugins and nodes would, whichever range found it first.
+func TestRunScoreTotalsAndInvalidScores(t *testing.T) {
+	const numNodes = 300
+	nodes := make([]*framework.NodeInfo, numNodes)
+	for i := range nodes {
+		nodes[i] = framework.NewNodeInfo()
+		nodes[i].SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}})
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+	ok := func(i int) int64 { return int64(i % 100) }
+	badFrom := func(first int) func(int) int64 {
+		return func(i int) int64 {
+			if i >= first && i%7 == first%7 {
+				return framework.MaxNodeScore + 1
+			}
+			return 0
+		}
+	}
+	tests := []struct {
+		name    string
+		plugins []weightedScore
+		wantErr string
+	}{
+		{name: "valid", plugins: []weightedScore{
+			{ScorePlugin: &fixedScorer{name: "a", score: ok}, weight: 2},
+			{ScorePlugin: &fixedScorer{name: "b", score: ok, normalize: true}, weight: 3},
+		}},
+		{name: "first invalid node of the plugin is named", plugins: []weightedScore{
+			{ScorePlugin: &fixedScorer{name: "a", score: ok}, weight: 1},
+			{ScorePlugin: &fixedScorer{name: "bad", score: badFrom(250)}, weight: 1},
+		}, wantErr: `plugin "bad" returns an invalid score 101 for node "n250"`},
+		{name: "earlier plugin's error wins", plugins: []weightedScore{
+			{ScorePlugin: &fixedScorer{name: "norm", score: func(int) int64 { return framework.MaxNodeScore }, normalize: true}, weight: 1},
+			{ScorePlugin: &fixedScorer{name: "bad", score: badFrom(3)}, weight: 1},
+		}, wantErr: `plugin "norm" returns an invalid score 101 for node "n0"`},
+	}
+	for _, parallelism := range []int{1, 2} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s parallelism %d", tc.name, parallelism), func(t *testing.T) {
+				p := &Profile{handle: &handle{parallel: framework.NewParallelizer(parallelism)}}
+				for _, pl := range tc.plugins {
+					pl.normalize = pl.ScoreExtensions()
+					p.score = append(p.score, pl)
+				}
+				state := framework.NewCycleState()
+				state.SkipScore = map[string]bool{}
+				totals, st := p.runScore(context.Background(), state, pod, nodes)
+				if tc.wantErr != "" {
+					if st.IsSuccess() || !strings.Contains(st.Message(), tc.wantErr) {
+						t.Fatalf("got %v, want an error containing %q", st, tc.wantErr)
+					}
+					return
+				}
+				if !st.IsSuccess() {
+					t.Fatal(st)
+				}
+				for i, ns := range totals {
+					want := int64(0)
+					for _, pl := range tc.plugins {
+						sc := pl.ScorePlugin.(*fixedScorer).score(i)
+						if pl.ScoreExtensions() != nil {
+							sc++
+						}
+						want += sc * pl.weight
+					}
+					if ns.Name != fmt.Sprintf("n%d", i) || ns.Score != want {
+						t.Fatalf("node %d: got %+v, want score %d", i, ns, want)
+					}
+				}
+			})
+		}
+	}
 }

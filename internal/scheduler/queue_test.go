@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
+	"github.com/rudder-dev/rudder/internal/scheduler/plugins"
 )
 
 // qtGates is a PreEnqueue plugin like SchedulingGates.
@@ -678,6 +681,54 @@ func BenchmarkQueueAddPop(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pod")
+		})
+	}
+}
+
+// TestQueueCachedOrderMatchesPrioritySort checks the queue's default
+// order, which compares keys cached in the entries, against the
+// PrioritySort plugin's Less on the pods themselves: the same random
+// adds, priority updates of queued pods and pops give the same order.
+func TestQueueCachedOrderMatchesPrioritySort(t *testing.T) {
+	for seed := range uint64(5) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			cached := NewQueue(QueueConfig{Clock: clk})
+			plugin := NewQueue(QueueConfig{Clock: clk, Less: (&plugins.PrioritySort{}).Less})
+			ctx := context.Background()
+			queued := map[string]*corev1.Pod{}
+			var got, want []string
+			for i := range 300 {
+				switch op := r.IntN(10); {
+				case op < 5:
+					p := qtPod(fmt.Sprintf("p%d", i), int32(r.IntN(4)))
+					queued[p.Name] = p
+					cached.Add(ctx, p)
+					plugin.Add(ctx, p)
+				case op < 7 && len(queued) > 0:
+					// A queued pod's priority changes (not through the API,
+					// where it is immutable, but the queue must not care).
+					names := slices.Sorted(maps.Keys(queued))
+					old := queued[names[r.IntN(len(names))]]
+					p := old.DeepCopy()
+					prio := int32(r.IntN(4))
+					p.Spec.Priority = &prio
+					queued[p.Name] = p
+					cached.Update(ctx, old, p)
+					plugin.Update(ctx, old, p)
+				case len(queued) > 0:
+					a, b := qtPop(t, cached), qtPop(t, plugin)
+					got, want = append(got, a.Pod.Name), append(want, b.Pod.Name)
+					delete(queued, a.Pod.Name)
+					cached.Done(a.Pod.UID)
+					plugin.Done(b.Pod.UID)
+				}
+				clk.Step(time.Millisecond)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("cached order %v\nplugin order %v", got, want)
+			}
 		})
 	}
 }

@@ -120,9 +120,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) error {
 	}
 	// Assume: the cache accounts the pod on the node now, so the next
 	// cycle sees it without waiting for the bind to come back.
-	assumed := pod.DeepCopy()
-	assumed.Spec.NodeName = res.node
-	api := framework.NewPodInfo(assumed)
+	assumed, api := assumedPod(qpi.PodInfo, res.node)
 	if err := s.cache.AssumePod(api); err != nil {
 		s.handleFailure(ctx, prof, state, qpi, err, cycle, start)
 		return nil
@@ -149,6 +147,26 @@ func (s *Scheduler) scheduleOne(ctx context.Context) error {
 		s.bindingCycle(ctx, prof, state, qpi, assumed, res.node, start, cycle)
 	}()
 	return nil
+}
+
+// assumedPod returns the pod as the cache assumes it, placed on node, and
+// its PodInfo. Upstream deep-copies the pod here; only spec.nodeName
+// differs, so this copies the Pod struct (and with it the Spec struct)
+// and shares everything below it (labels, containers, affinity, status)
+// with the informer's object. That is sound because the scheduler never
+// writes into a pod it did not allocate: informer objects are read-only
+// by client-go's contract, and every plugin that changes an API object
+// (volume binding) deep-copies that object first. The PodInfo shares the
+// derived requests and parsed terms of pi, which are immutable and do
+// not depend on spec.nodeName.
+func assumedPod(pi *framework.PodInfo, node string) (*corev1.Pod, *framework.PodInfo) {
+	assumed := new(corev1.Pod)
+	*assumed = *pi.Pod
+	assumed.Spec.NodeName = node
+	api := new(framework.PodInfo)
+	*api = *pi
+	api.Pod = assumed
+	return assumed, api
 }
 
 // bindingCycle waits for Permit, runs PreBind/Bind/PostBind and, on
@@ -254,22 +272,34 @@ func (s *Scheduler) schedulePod(ctx context.Context, prof *Profile, state *frame
 }
 
 // selectHost picks the highest total score; ties are broken uniformly at
-// random (reservoir sampling), as upstream, so equal nodes share load.
+// random, as upstream, so equal nodes share load. Upstream samples a
+// reservoir, one random number per tie; on a cluster of alike nodes most
+// of the scored nodes tie, so this counts the ties and draws once, which
+// picks each of them with the same probability.
 func (s *Scheduler) selectHost(scores []framework.NodeScore) string {
-	best := scores[0]
-	ties := 1
+	best, ties := scores[0].Score, 1
 	for _, ns := range scores[1:] {
 		switch {
-		case ns.Score > best.Score:
-			best, ties = ns, 1
-		case ns.Score == best.Score:
+		case ns.Score > best:
+			best, ties = ns.Score, 1
+		case ns.Score == best:
 			ties++
-			if s.rand.IntN(ties) == 0 {
-				best = ns
-			}
 		}
 	}
-	return best.Name
+	k := 0
+	if ties > 1 {
+		k = s.rand.IntN(ties)
+	}
+	for _, ns := range scores {
+		if ns.Score != best {
+			continue
+		}
+		if k == 0 {
+			return ns.Name
+		}
+		k--
+	}
+	return "" // unreachable: scores holds ties entries of score best
 }
 
 // numFeasibleNodesToFind is upstream's adaptive percentage: all nodes

@@ -141,7 +141,12 @@ func New(ctx context.Context, cfg Config) (*Scheduler, error) {
 			allEvents[name] = evs
 		}
 	}
-	s.queue = NewQueue(QueueConfig{Less: first.queueSort.Less, PreEnqueue: first.preEnqueue, Events: allEvents, Clock: cfg.Clock})
+	less := first.queueSort.Less
+	if _, ok := first.queueSort.(*plugins.PrioritySort); ok {
+		// The queue's own default is the same order on cached keys.
+		less = nil
+	}
+	s.queue = NewQueue(QueueConfig{Less: less, PreEnqueue: first.preEnqueue, Events: allEvents, Clock: cfg.Clock})
 	for _, p := range s.profiles {
 		p.handle.nominator = s.queue
 	}

@@ -75,7 +75,7 @@ func (s *balancedScoreState) Clone() framework.StateData { return s }
 func (b *NodeResourcesBalancedAllocation) PreScore(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	reqs := fitPodRequestList(pod, b.resources, false)
 	if balancedBestEffort(reqs) {
-		return framework.NewStatus(framework.Skip)
+		return skipBalancedAllocation
 	}
 	state.Write(balancedPreScoreKey, &balancedScoreState{podRequests: reqs})
 	return nil

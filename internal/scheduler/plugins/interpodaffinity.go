@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
@@ -59,8 +60,12 @@ const InterPodAffinityName = "InterPodAffinity"
 // the preemption extensions in interpodaffinity_filter.go, PreScore/Score
 // in interpodaffinity_score.go.
 type InterPodAffinity struct {
-	h                         framework.Handle
-	nsLister                  corelisters.NamespaceLister
+	h        framework.Handle
+	nsLister corelisters.NamespaceLister
+	// nsIndexer is nsLister's store, read directly by
+	// ipaNamespaceLabels: a lister's Get of a missing namespace builds a
+	// NotFound error (with fmt.Sprintf), twice a cycle.
+	nsIndexer                 cache.Indexer
 	hardWeight                int32
 	ignorePreferredOfExisting bool
 	idx                       *ipaIndex
@@ -95,9 +100,11 @@ func NewInterPodAffinity(_ context.Context, args runtime.Object, h framework.Han
 	if hard < 0 || hard > 100 {
 		return nil, fmt.Errorf("hardPodAffinityWeight: Invalid value: %d: not in valid range [0-100]", hard)
 	}
+	nsInformer := h.SharedInformerFactory().Core().V1().Namespaces()
 	return &InterPodAffinity{
 		h:                         h,
-		nsLister:                  h.SharedInformerFactory().Core().V1().Namespaces().Lister(),
+		nsLister:                  nsInformer.Lister(),
+		nsIndexer:                 nsInformer.Informer().GetIndexer(),
 		hardWeight:                hard,
 		ignorePreferredOfExisting: ignore,
 		idx:                       newIPAIndex(int64(hard), h.Parallelizer()),
@@ -238,8 +245,12 @@ func (pl *InterPodAffinity) ipaResolveNamespaces(t *framework.AffinityTerm) erro
 // ipaNamespaceLabels returns the labels of the pod's namespace, or none
 // when the namespace is not (yet) known.
 func (pl *InterPodAffinity) ipaNamespaceLabels(ns string) labels.Set {
-	n, err := pl.nsLister.Get(ns)
-	if err != nil {
+	obj, ok, err := pl.nsIndexer.GetByKey(ns)
+	if err != nil || !ok {
+		return nil
+	}
+	n, _ := obj.(*corev1.Namespace)
+	if n == nil {
 		return nil
 	}
 	return n.Labels

@@ -229,7 +229,7 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 
 	x.syncTerms(snap.HavePodsWithAffinityList)
 	var existingTotal int64
-	for _, g := range x.termGroupsMatching("anti", x.antiGroups, ipaPodKey(pod, s.nsLabels), pod, s.nsLabels) {
+	for _, g := range x.termGroupsMatching("anti", x.antiGroups, pod, s.nsLabels) {
 		if g.total > 0 {
 			s.existing.add(g.term.TopologyKey, g.counts)
 			existingTotal += g.total
@@ -239,7 +239,7 @@ func (pl *InterPodAffinity) ipaPreFilter(cs *framework.CycleState, pod *corev1.P
 	if len(aff)+len(anti) == 0 {
 		ipaMarkSynced(cs, true, false)
 		if existingTotal == 0 {
-			return nil, framework.NewStatus(framework.Skip)
+			return nil, skipInterPodAffinity
 		}
 		cs.Write(ipaFilterKey, s)
 		return nil, nil

@@ -299,10 +299,14 @@ func ipaMemoize[G any](memo map[string]ipaMemo[G], key string, epoch uint64, all
 }
 
 // termGroupsMatching returns the groups of kind (antiGroups or
-// scoreGroups) whose term the pod matches; podKey identifies the pod's
-// namespace, labels and namespace labels.
-func (x *ipaIndex) termGroupsMatching(kind string, groups map[string]*ipaTermGroup, podKey string, pod *corev1.Pod, nsLabels labels.Set) []*ipaTermGroup {
-	return ipaMemoize(x.termMemo, kind+podKey, x.termEpoch, maps.Values(groups),
+// scoreGroups) whose term the pod matches, memoized by the pod's
+// namespace, labels and namespace labels. With no groups (no existing pod
+// has such terms: the common case) it builds no key.
+func (x *ipaIndex) termGroupsMatching(kind string, groups map[string]*ipaTermGroup, pod *corev1.Pod, nsLabels labels.Set) []*ipaTermGroup {
+	if len(groups) == 0 {
+		return nil
+	}
+	return ipaMemoize(x.termMemo, kind+ipaPodKey(pod, nsLabels), x.termEpoch, maps.Values(groups),
 		func(g *ipaTermGroup) bool { return g.term.Matches(pod, nsLabels) })
 }
 

@@ -43,7 +43,7 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 	}
 	hasConstraints := len(prefAff)+len(prefAnti) > 0
 	if pl.ignorePreferredOfExisting && !hasConstraints {
-		return framework.NewStatus(framework.Skip)
+		return skipInterPodAffinity
 	}
 	type weighted struct {
 		term   framework.AffinityTerm
@@ -77,7 +77,7 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 		x.syncTerms(snap.HavePodsWithAffinityList)
 	}
 	var refs []ipaScoreRef
-	for _, g := range x.termGroupsMatching("score", x.scoreGroups, ipaPodKey(pod, nsLabels), pod, nsLabels) {
+	for _, g := range x.termGroupsMatching("score", x.scoreGroups, pod, nsLabels) {
 		if g.total > 0 {
 			refs = append(refs, ipaScoreRef{g.term.TopologyKey, g.weight, g.counts})
 		}
@@ -108,7 +108,7 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, cs *framework.CycleState
 		ipaMarkSynced(cs, true, false)
 	}
 	if len(refs) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return skipInterPodAffinity
 	}
 	cs.Write(ipaScoreKey, &ipaScoreState{refs: refs})
 	return nil

@@ -146,7 +146,7 @@ func (s *naPreFilterState) Clone() framework.StateData { return s }
 func (pl *NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	req := naPodRequiredAffinity(pod)
 	if req == nil && pl.addedRequired == nil && pod.Spec.NodeSelector == nil {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipNodeAffinity
 	}
 	state.Write(naPreFilterKey, &naPreFilterState{required: naRequiredOf(pod)})
 	if req == nil || len(req.NodeSelectorTerms) == 0 {
@@ -235,7 +235,7 @@ func (pl *NodeAffinity) PreScore(_ context.Context, state *framework.CycleState,
 		preferred = p
 	}
 	if preferred == nil && pl.addedPreferred == nil {
-		return framework.NewStatus(framework.Skip)
+		return skipNodeAffinity
 	}
 	state.Write(naPreScoreKey, &naPreScoreState{preferred: preferred})
 	return nil

@@ -36,10 +36,11 @@ func NewNodeName(context.Context, runtime.Object, framework.Handle) (framework.P
 
 func (p *NodeName) Name() string { return NodeNameName }
 
-// PreFilter restricts the nodes to the named one, if any.
+// PreFilter restricts the nodes to the named one, if any. A pod naming
+// no node skips Filter, which would pass every node.
 func (p *NodeName) PreFilter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	if pod.Spec.NodeName == "" {
-		return nil, nil
+		return nil, skipNodeName
 	}
 	return &framework.PreFilterResult{NodeNames: sets.New(pod.Spec.NodeName)}, nil
 }

@@ -74,7 +74,7 @@ func portsAppendHost(out, ports []corev1.ContainerPort) []corev1.ContainerPort {
 func (p *NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	want := portsWanted(pod)
 	if len(want) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipNodePorts
 	}
 	state.Write(portsPreFilterKey, portsState(want))
 	return nil, nil

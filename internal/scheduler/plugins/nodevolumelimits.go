@@ -93,7 +93,7 @@ func (s *nvlState) Clone() framework.StateData { return s }
 // pod uses no claims.
 func (pl *NodeVolumeLimits) PreFilter(_ context.Context, cs *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	if len(vbClaimNames(pod)) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipNodeVolumeLimits
 	}
 	vols := map[string]string{}
 	if err := pl.nvlVolumes(pod, true, vols); err != nil {

@@ -108,7 +108,7 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		return nil, framework.AsStatus(fmt.Errorf("obtaining pod's hard topology spread constraints: %w", err))
 	}
 	if len(cs) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipPodTopologySpread
 	}
 	req := naRequiredOf(pod)
 	s := &ptsPreFilterState{

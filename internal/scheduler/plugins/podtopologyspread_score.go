@@ -55,14 +55,14 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		all = snap.NodeInfoList
 	}
 	if len(all) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return skipPodTopologySpread
 	}
 	cs, err := pl.ptsConstraintsFor(pod, corev1.ScheduleAnyway)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("obtaining pod's soft topology spread constraints: %w", err))
 	}
 	if len(cs) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return skipPodTopologySpread
 	}
 	s := &ptsPreScoreState{
 		constraints: cs,

@@ -211,7 +211,7 @@ func (pl *VolumeBinding) PreFilter(_ context.Context, cs *framework.CycleState, 
 	}
 	if len(claims) == 0 {
 		cs.Write(vbStateKey, &vbState{allBound: true})
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipVolumeBinding
 	}
 	s := &vbState{byNode: map[string]*vbPodVolumes{}, pvsByClass: map[string][]*corev1.PersistentVolume{}}
 	immediate := false

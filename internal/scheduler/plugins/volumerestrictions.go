@@ -142,7 +142,7 @@ func (pl *VolumeRestrictions) PreFilter(_ context.Context, cs *framework.CycleSt
 		}
 	}
 	if !vrNeedsDiskCheck(pod) && s.conflicts == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipVolumeRestrictions
 	}
 	cs.Write(vrStateKey, s)
 	return nil, nil

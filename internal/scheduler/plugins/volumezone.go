@@ -93,7 +93,7 @@ func (pl *VolumeZone) PreFilter(ctx context.Context, cs *framework.CycleState, p
 		return nil, st
 	}
 	if len(tops) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, skipVolumeZone
 	}
 	cs.Write(vzStateKey, &vzState{topologies: tops})
 	return nil, nil
