@@ -50,12 +50,14 @@ func loopbackUser(r *http.Request) (*auth.User, bool) {
 // stops the handler. Requests that need a raw connection (exec, attach,
 // port-forward upgrades) are not supported.
 func (s *Server) LoopbackTransport(user *auth.User) http.RoundTripper {
-	return &loopbackTransport{handler: s, user: user}
+	return &loopbackTransport{handler: s, user: user, fair: s.loopbackFair}
 }
 
 type loopbackTransport struct {
 	handler http.Handler
 	user    *auth.User
+	// fair queues writes for a seat (loopback_fair.go); nil: none.
+	fair *fairShare
 }
 
 func (t *loopbackTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -63,6 +65,14 @@ func (t *loopbackTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err := parent.Err(); err != nil {
 		closeRequestBody(req)
 		return nil, err
+	}
+	release := func() {}
+	if flow := fairFlowOf(req); flow != "" && t.fair != nil {
+		var err error
+		if release, err = t.fair.acquire(parent, flow); err != nil {
+			closeRequestBody(req)
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(parent, loopbackUserKey{}, t.user))
 	// The handler gets its own copy: a RoundTripper must not change the
@@ -87,7 +97,10 @@ func (t *loopbackTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	// being read.
 	body.stop = context.AfterFunc(parent, func() { pw.CloseWithError(parent.Err()) })
 
-	loopbackWorkers.run(func() { t.serve(w, r, cancel) })
+	loopbackWorkers.run(func() {
+		defer release()
+		t.serve(w, r, cancel)
+	})
 
 	select {
 	case <-w.headersSent:

@@ -54,7 +54,14 @@ type Config struct {
 	// Profiling serves Go's profiles under /debug/pprof/ (kube-apiserver's
 	// --profiling), to callers allowed the non-resource URL.
 	Profiling bool
+	// LoopbackWrites is how many writes of the in-process components run at
+	// once, shared fairly between them (loopback_fair.go): 0 means
+	// DefaultLoopbackWrites, a negative number no limit.
+	LoopbackWrites int
 }
+
+// DefaultLoopbackWrites is Config.LoopbackWrites' default.
+const DefaultLoopbackWrites = 64
 
 // Server is the API server: REST handlers over storage with one watch
 // cache per resource, behind authentication, authorization and admission.
@@ -91,6 +98,9 @@ type Server struct {
 	services *serviceAllocator
 	checks   []healthCheck
 	ready    chan struct{}
+	// loopbackFair shares the in-process components' writes out fairly;
+	// nil when unlimited.
+	loopbackFair *fairShare
 }
 
 type groupVersions struct {
@@ -131,6 +141,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.codec = storage.NewCodec(s.codecs.scheme)
 	s.resourceMetrics = newRMScraper(cfg.Clock)
+	if cfg.LoopbackWrites == 0 {
+		cfg.LoopbackWrites = DefaultLoopbackWrites
+	}
+	s.loopbackFair = newFairShare(cfg.LoopbackWrites)
 	seen := map[string]int{}
 	for _, res := range cfg.Resources {
 		gvr := res.GroupVersionResource()
