@@ -67,6 +67,8 @@ its SLO (mutating and single reads 1 s, lists 30 s), or, for 10000 pods on
 	f.BoolVar(&cfg.Pairs, "pairs", false, "run --nodes[i] with --pods[i] instead of every combination")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "recorded in the result; seeds the nodes started on an existing cluster")
 	f.DurationVar(&cfg.RunTimeout, "run-timeout", 15*time.Minute, "upper bound on one size, bring-up included")
+	f.IntVar(&cfg.LatencyPods, "latency-pods", 100, "pods created one at a time once the Deployment runs, as clusterloader2 measures the startup SLO on (-1: none; the target is then judged on the Deployment's pods)")
+	f.Float64Var(&cfg.LatencyQPS, "latency-qps", 5, "creation rate of the latency pods, per second")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of each run's measured phase (server included when embedded) to this file, suffixed -NxM when several")
 	out.register(f, true)
 	return cmd

@@ -17,7 +17,10 @@ package bench
 //     peak-RSS mark reset;
 //  3. the Deployment is created; the watch records each pod's creation,
 //     binding and Running (densityTracker) until all M run;
-//  4. /metrics again: the difference is the API call latency of the run.
+//  4. with all M running, the latency phase (density_latency.go): pods
+//     created one at a time at a low rate, whose startup the SLO target
+//     is judged on, as clusterloader2 does;
+//  5. /metrics again: the difference is the API call latency of the run.
 
 import (
 	"context"
@@ -67,6 +70,12 @@ type DensityConfig struct {
 	// CPUProfile, when set, is where each run's measured phase is profiled
 	// (suffixed with -<nodes>x<pods> when several runs).
 	CPUProfile string
+	// LatencyPods are created one at a time at LatencyQPS once the
+	// Deployment's pods run (density_latency.go); the pod startup target
+	// is judged on them. Default 100 at 5/s; negative: no latency phase
+	// (the target is then judged on the Deployment's pods).
+	LatencyPods int
+	LatencyQPS  float64
 }
 
 func (c *DensityConfig) defaults() {
@@ -81,6 +90,12 @@ func (c *DensityConfig) defaults() {
 	}
 	if c.RunTimeout == 0 {
 		c.RunTimeout = 15 * time.Minute
+	}
+	if c.LatencyPods == 0 {
+		c.LatencyPods = densityLatencyPods
+	}
+	if c.LatencyQPS <= 0 {
+		c.LatencyQPS = densityLatencyQPS
 	}
 }
 
@@ -239,6 +254,18 @@ func densityRun(parent context.Context, cfg DensityConfig, p densityPoint, profi
 	}
 	snap := tracker.snapshot()
 	run.fill(snap, t0)
+	if cfg.LatencyPods > 0 && snap.running >= p.pods {
+		wcancel() // the saturation watch has seen all it waited for
+		run.LatencyPods = cfg.LatencyPods
+		ls, err := densityLatency(ctx, cs, pool.get(1), ns.Name, cfg.LatencyPods, cfg.LatencyQPS)
+		run.LatencyRunning, run.LatencyStartupMS = ls.running, ls.startup
+		switch {
+		case err != nil:
+			run.Failures = append(run.Failures, fmt.Sprintf("latency phase: %v", err))
+		case ls.running < cfg.LatencyPods:
+			run.Failures = append(run.Failures, fmt.Sprintf("%d of %d latency pods Running: %v", ls.running, cfg.LatencyPods, ctx.Err()))
+		}
+	}
 	// A context that ended leaves the run's record; the scrape needs one.
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()

@@ -73,11 +73,17 @@ func newDensityTracker(want int) *densityTracker {
 // start lists the namespace for a resourceVersion and follows its pods from
 // there until ctx ends. The list must come before any pod is created.
 func (t *densityTracker) start(ctx context.Context, cs kubernetes.Interface, namespace string) error {
-	list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	return t.startSelected(ctx, cs, namespace, "")
+}
+
+// startSelected is start for the pods that match a label selector.
+func (t *densityTracker) startSelected(ctx context.Context, cs kubernetes.Interface, namespace, selector string) error {
+	list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
 	if err != nil {
 		return fmt.Errorf("listing pods to start the watch: %w", err)
 	}
 	return densityFollow(ctx, list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = selector
 		return cs.CoreV1().Pods(namespace).Watch(ctx, o)
 	}, t.observe, func(err error) { t.mu.Lock(); t.err = err; t.mu.Unlock() })
 }
