@@ -22,7 +22,7 @@ import (
 func TestDensityTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := RunDensity(ctx, DensityConfig{Nodes: []int{20}, Pods: []int{200}})
+	res, err := RunDensity(ctx, DensityConfig{Nodes: []int{20}, Pods: []int{200}, LatencyPods: 10, LatencyQPS: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,13 @@ func TestDensityTiny(t *testing.T) {
 	// The simulated nodes take 1 s to start a pod: no pod can start faster.
 	if run.PodStartupMS.P50 < 900 || run.PodStartupMS.P99 < run.PodStartupMS.P50 || run.PodStartupMS.Count != 200 {
 		t.Errorf("pod startup: %+v", run.PodStartupMS)
+	}
+	// The latency pods ran after the burst, and the SLO target is theirs.
+	if run.LatencyPods != 10 || run.LatencyRunning != 10 || run.LatencyStartupMS.Count != 10 || run.LatencyStartupMS.P50 < 900 {
+		t.Errorf("latency pods: %d of %d Running, startup %+v", run.LatencyRunning, run.LatencyPods, run.LatencyStartupMS)
+	}
+	if len(run.Targets) == 0 || run.Targets[0].Name != "latency pod startup p99 ms" || run.Targets[0].Got != run.LatencyStartupMS.P99 {
+		t.Errorf("targets: %+v", run.Targets)
 	}
 	if !(run.SecondsToAllCreated <= run.SecondsToAllRunning && run.SecondsToAllScheduled <= run.SecondsToAllRunning && run.SecondsToAllRunning > 1) {
 		t.Errorf("phases out of order: created %.2f, bound %.2f, running %.2f", run.SecondsToAllCreated, run.SecondsToAllScheduled, run.SecondsToAllRunning)
@@ -109,7 +116,7 @@ func TestDensityKubeconfigCompare(t *testing.T) {
 	}
 	defer stop()
 
-	cfg := DensityConfig{Nodes: []int{10}, Pods: []int{50}}
+	cfg := DensityConfig{Nodes: []int{10}, Pods: []int{50}, LatencyPods: -1}
 	a, err := RunDensity(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
