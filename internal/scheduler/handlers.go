@@ -155,15 +155,23 @@ func (s *Scheduler) addHandlers(events map[string][]framework.ClusterEventWithHi
 // podInformerFor registers the scheduler's pod informer with the factory
 // before any plugin asks for pods, so all share it. Terminal pods hold no
 // resources: watching only the others means a pod that finishes arrives
-// as a delete.
+// as a delete. As upstream's, it drops managedFields, which the scheduler
+// never reads and which are a large part of every pod it would hold.
 func podInformerFor(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 	return f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return corev1informers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		inf := corev1informers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 			func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.AndSelectors(
 					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed))).String()
 			})
+		_ = inf.SetTransform(func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				p.ManagedFields = nil
+			}
+			return obj, nil
+		})
+		return inf
 	})
 }
 
