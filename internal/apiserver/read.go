@@ -197,9 +197,18 @@ func (h *resourceHandler) listStored(w http.ResponseWriter, r *http.Request, t t
 	h.writeList(w, r, t, items, lm)
 }
 
+// maxPageRead is the most keys one etcd read of a filtered list asks for,
+// as upstream's.
+const maxPageRead = 10000
+
+// readPages reads pages of limit keys until limit objects match. When a
+// selector filters a page short, the next read asks for twice as many
+// keys (up to maxPageRead), as upstream does: a selector that matches
+// little must not cost one etcd round trip per object.
 func (h *resourceHandler) readPages(ctx context.Context, prefix, start string, rev, limit int64, match func(*cacheObject) bool) (items []*cacheObject, listRev int64, next string, err error) {
+	pageSize := limit
 	for {
-		page, err := h.s.store.List(ctx, prefix, start, rev, limit)
+		page, err := h.s.store.List(ctx, prefix, start, rev, pageSize)
 		if err != nil {
 			return nil, 0, "", err
 		}
@@ -225,6 +234,7 @@ func (h *resourceHandler) readPages(ctx context.Context, prefix, start string, r
 			return items, rev, "", nil
 		}
 		start = page.KVs[len(page.KVs)-1].Key + "\x00"
+		pageSize = min(2*pageSize, max(limit, maxPageRead))
 	}
 }
 

@@ -78,7 +78,10 @@ func (t *densityTracker) start(ctx context.Context, cs kubernetes.Interface, nam
 
 // startSelected is start for the pods that match a label selector.
 func (t *densityTracker) startSelected(ctx context.Context, cs kubernetes.Interface, namespace, selector string) error {
-	list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+	// From the watch cache (resourceVersion 0): any recent revision will
+	// do, as the pods are created after it; a consistent list would read
+	// every pod of the namespace from etcd.
+	list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
 	if err != nil {
 		return fmt.Errorf("listing pods to start the watch: %w", err)
 	}
