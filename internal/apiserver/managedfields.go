@@ -127,6 +127,12 @@ func (h *resourceHandler) trackUpdate(live, next runtime.Object, manager, subres
 	}
 	live.GetObjectKind().SetGroupVersionKind(h.gvk)
 	next.GetObjectKind().SetGroupVersionKind(h.gvk)
+	if l, n, ok := withoutCommonParts(live, next, h.gvk.GroupVersion().String()); ok {
+		// The field manager writes only the copy's metadata.managedFields.
+		out := fm.UpdateNoErrors(l, n, manager)
+		objectMeta(next).SetManagedFields(objectMeta(out).GetManagedFields())
+		return next
+	}
 	return fm.UpdateNoErrors(live, next, manager)
 }
 
@@ -374,7 +380,7 @@ func sameButManagedTimes(next, cur runtime.Object) bool {
 		}
 	}
 	nm.SetManagedFields(cf)
-	if apiequality.Semantic.DeepEqual(next, cur) {
+	if semanticallyEqual(next, cur) {
 		return true
 	}
 	nm.SetManagedFields(nf)

@@ -26,7 +26,7 @@ func (s *Server) UpdateObjectStatus(ctx context.Context, gvr schema.GroupVersion
 	}
 	out, _, err := h.guaranteedUpdate(ctx, updateRequest{
 		namespace: m.GetNamespace(), name: m.GetName(), subresource: "status", user: privileged,
-		track: true, manager: serverManager,
+		track: true, manager: serverManager, replaces: true,
 		mutate: func(runtime.Object) (runtime.Object, bool, error) { return obj.DeepCopyObject(), true, nil },
 	})
 	return out, err

@@ -29,6 +29,24 @@ type requestInfo struct {
 	served bool
 }
 
+// lowerMethod is strings.ToLower(method), without an allocation for the
+// methods of the API.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(method)
+}
+
 // parseRequestInfo maps a path to its resource and verb, following
 // upstream's rules:
 //
@@ -38,7 +56,7 @@ type requestInfo struct {
 //
 // Anything else is a non-resource request, authorized by its path.
 func parseRequestInfo(r *http.Request) *requestInfo {
-	info := &requestInfo{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	info := &requestInfo{Path: r.URL.Path, Verb: lowerMethod(r.Method)}
 	parts := splitPath(r.URL.Path)
 	if len(parts) < 3 || (parts[0] != "api" && parts[0] != "apis") {
 		return info

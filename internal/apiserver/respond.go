@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -30,12 +31,34 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, t target, c
 	case asPartialMetadata:
 		obj = partialMetadata(obj, t.groupVersion)
 	}
-	var buf bytes.Buffer
-	if err := s.codecs.encoderFor(t.media, r.URL.Query().Get("pretty") == "true").Encode(obj, &buf); err != nil {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := s.codecs.encoderFor(t.media, r.URL.Query().Get("pretty") == "true").Encode(obj, buf); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeBytes(w, code, t.media, buf.Bytes())
+}
+
+// buffers are the encoding buffers of responses, reused: an object's
+// encoding grows a fresh buffer through several sizes, on every write.
+// A ResponseWriter is done with what it was given when Write returns
+// (net/http copies it out, the loopback's pipe hands it to the reader),
+// so the buffer goes back to the pool once written.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer is the largest buffer kept for reuse: a LIST's
+// response may be huge, and is better given back to the heap.
+const maxPooledBuffer = 64 << 10
+
+func getBuffer() *bytes.Buffer { return buffers.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	buffers.Put(b)
 }
 
 // writeList writes a list of cached objects. For the plain object form it

@@ -55,6 +55,9 @@ type updateRequest struct {
 	// applied means the mutation is a server-side apply, which records its
 	// own managedFields (an Apply entry).
 	applied bool
+	// replaces means the mutation ignores the current object (a PUT
+	// replaces it): it is given nil instead of a copy made for nothing.
+	replaces bool
 }
 
 // maxUpdateRetries bounds the retries of an unconditional update that
@@ -97,7 +100,11 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, req updateReques
 			}
 			rev, fromCache = kv.ModRevision, false
 		}
-		next, preconditioned, err := req.mutate(cur.DeepCopyObject())
+		var mutable runtime.Object
+		if !req.replaces {
+			mutable = cur.DeepCopyObject()
+		}
+		next, preconditioned, err := req.mutate(mutable)
 		if err != nil {
 			return nil, false, err
 		}
@@ -294,7 +301,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, namespa
 	}
 	rv := objectMeta(obj).GetResourceVersion()
 	req := updateRequest{namespace: namespace, name: name, subresource: subresource, user: requestUser(r), dryRun: opts.dryRun,
-		track: true, manager: opts.manager,
+		track: true, manager: opts.manager, replaces: true,
 		mutate: func(runtime.Object) (runtime.Object, bool, error) {
 			return obj.DeepCopyObject(), rv != "", nil
 		},
