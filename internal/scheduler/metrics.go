@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rudder-dev/rudder/internal/scheduler/framework"
 )
 
 // Metric names follow kube-scheduler's, so dashboards carry over.
@@ -31,11 +33,39 @@ var (
 		Help:    "Latency for running all plugins of a specific extension point.",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 2, 18),
 	}, []string{"extension_point", "status", "profile"})
+	pluginExecDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scheduler_plugin_execution_duration_seconds",
+		Help:    "Duration for running a plugin at a specific extension point.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 1.5, 20),
+	}, []string{"plugin", "extension_point", "status"})
 )
+
+// pluginMetricsSamplePercent is the share of scheduling cycles whose plugin
+// calls are timed one by one, upstream's 10 %: timing every Filter call
+// on every node would cost more than some of the calls.
+const pluginMetricsSamplePercent = 10
+
+// pluginStart is the time a plugin call starts when the cycle is sampled,
+// and the zero time (no clock read) when it is not.
+func pluginStart(state *framework.CycleState) time.Time {
+	if !state.RecordPluginMetrics {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// observePlugin records a plugin call of a sampled cycle. A batch scorer
+// is timed per range of nodes it scores, other plugins per call.
+func observePlugin(state *framework.CycleState, point, plugin string, st *framework.Status, start time.Time) {
+	if !state.RecordPluginMetrics {
+		return
+	}
+	pluginExecDuration.WithLabelValues(plugin, point, st.Code().String()).Observe(time.Since(start).Seconds())
+}
 
 // Collectors returns the scheduler's metrics for a registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{scheduleAttempts, attemptDuration, e2eDuration, pendingPods, pluginDuration}
+	return []prometheus.Collector{scheduleAttempts, attemptDuration, e2eDuration, pendingPods, pluginDuration, pluginExecDuration}
 }
 
 // profileMetrics holds a profile's metric children, resolved once so the

@@ -142,7 +142,9 @@ func (p *Profile) runPreFilter(ctx context.Context, state *framework.CycleState,
 	// past its first size rehashes.
 	state.SkipFilter = make(map[string]bool, len(p.preFilter))
 	for _, pl := range p.preFilter {
+		start := pluginStart(state)
 		r, s := pl.PreFilter(ctx, state, pod, nodes)
+		observePlugin(state, "PreFilter", pl.Name(), s, start)
 		switch {
 		case s.IsSkip():
 			state.SkipFilter[pl.Name()] = true
@@ -185,7 +187,10 @@ func (p *Profile) runFilters(ctx context.Context, state *framework.CycleState, p
 		if checkSkip && state.SkipFilter[pl.Name()] {
 			continue
 		}
-		if s := pl.Filter(ctx, state, pod, ni); !s.IsSuccess() {
+		start := pluginStart(state)
+		s := pl.Filter(ctx, state, pod, ni)
+		observePlugin(state, "Filter", pl.Name(), s, start)
+		if !s.IsSuccess() {
 			if !s.IsRejected() {
 				s = framework.AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError()))
 			}
@@ -232,7 +237,9 @@ func (p *Profile) filterWithNominated(ctx context.Context, state *framework.Cycl
 func (p *Profile) runPreScore(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	state.SkipScore = make(map[string]bool, len(p.preScore))
 	for _, pl := range p.preScore {
+		start := pluginStart(state)
 		s := pl.PreScore(ctx, state, pod, nodes)
+		observePlugin(state, "PreScore", pl.Name(), s, start)
 		if s.IsSkip() {
 			state.SkipScore[pl.Name()] = true
 			continue
@@ -314,14 +321,19 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 						out[i].Name = totals[lo+i].Name
 					}
 				}
-				if st := pl.batch.ScoreNodes(ctx, state, pod, nodes[lo:hi], out); !st.IsSuccess() {
+				start := pluginStart(state)
+				st := pl.batch.ScoreNodes(ctx, state, pod, nodes[lo:hi], out)
+				observePlugin(state, "Score", pl.Name(), st, start)
+				if !st.IsSuccess() {
 					fail(j, st)
 					return
 				}
 				continue
 			}
 			for i := range out {
+				start := pluginStart(state)
 				s, st := pl.Score(ctx, state, pod, nodes[lo+i])
+				observePlugin(state, "Score", pl.Name(), st, start)
 				if !st.IsSuccess() {
 					fail(j, st)
 					return
@@ -383,7 +395,10 @@ func invalidScore(plugin string, score int64, node string) *framework.Status {
 
 func (p *Profile) runReserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) *framework.Status {
 	for _, pl := range p.reserve {
-		if s := pl.Reserve(ctx, state, pod, node); !s.IsSuccess() {
+		start := pluginStart(state)
+		s := pl.Reserve(ctx, state, pod, node)
+		observePlugin(state, "Reserve", pl.Name(), s, start)
+		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
 			}
@@ -405,7 +420,9 @@ func (p *Profile) runUnreserve(ctx context.Context, state *framework.CycleState,
 func (p *Profile) runPermit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) *framework.Status {
 	var waitFor map[string]time.Duration
 	for _, pl := range p.permit {
+		start := pluginStart(state)
 		s, timeout := pl.Permit(ctx, state, pod, node)
+		observePlugin(state, "Permit", pl.Name(), s, start)
 		switch {
 		case s.IsSuccess():
 		case s.Code() == framework.Wait:
@@ -428,7 +445,10 @@ func (p *Profile) runPermit(ctx context.Context, state *framework.CycleState, po
 
 func (p *Profile) runPreBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) *framework.Status {
 	for _, pl := range p.preBind {
-		if s := pl.PreBind(ctx, state, pod, node); !s.IsSuccess() {
+		start := pluginStart(state)
+		s := pl.PreBind(ctx, state, pod, node)
+		observePlugin(state, "PreBind", pl.Name(), s, start)
+		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
 			}
@@ -440,7 +460,9 @@ func (p *Profile) runPreBind(ctx context.Context, state *framework.CycleState, p
 
 func (p *Profile) runBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) *framework.Status {
 	for _, pl := range p.bind {
+		start := pluginStart(state)
 		s := pl.Bind(ctx, state, pod, node)
+		observePlugin(state, "Bind", pl.Name(), s, start)
 		if s.IsSkip() {
 			continue
 		}
@@ -454,7 +476,9 @@ func (p *Profile) runBind(ctx context.Context, state *framework.CycleState, pod 
 
 func (p *Profile) runPostBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) {
 	for _, pl := range p.postBind {
+		start := pluginStart(state)
 		pl.PostBind(ctx, state, pod, node)
+		observePlugin(state, "PostBind", pl.Name(), nil, start)
 	}
 }
 

@@ -113,6 +113,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) error {
 	start := s.clock.Now()
 	cycle := s.queue.SchedulingCycle()
 	state := framework.NewCycleState()
+	state.RecordPluginMetrics = s.rand.IntN(100) < pluginMetricsSamplePercent
 	res, err := s.schedulePod(ctx, prof, state, pod)
 	if err != nil {
 		s.handleFailure(ctx, prof, state, qpi, err, cycle, start)
