@@ -45,6 +45,10 @@ var (
 // on every node would cost more than some of the calls.
 const pluginMetricsSamplePercent = 10
 
+// perNodeTimedCalls is how many per-node plugin calls (Filter, Score) a
+// sampled cycle times.
+const perNodeTimedCalls = 32
+
 // pluginStart is the time a plugin call starts when the cycle is sampled,
 // and the zero time (no clock read) when it is not.
 func pluginStart(state *framework.CycleState) time.Time {
@@ -54,10 +58,19 @@ func pluginStart(state *framework.CycleState) time.Time {
 	return time.Now()
 }
 
-// observePlugin records a plugin call of a sampled cycle. A batch scorer
-// is timed per range of nodes it scores, other plugins per call.
-func observePlugin(state *framework.CycleState, point, plugin string, st *framework.Status, start time.Time) {
-	if !state.RecordPluginMetrics {
+// nodePluginStart is pluginStart for the calls made once per node: only
+// the first perNodeTimedCalls of a sampled cycle are timed.
+func nodePluginStart(state *framework.CycleState) time.Time {
+	if !state.RecordPluginMetrics || state.PerNodeTimed.Add(1) > perNodeTimedCalls {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// observePlugin records a timed plugin call (start not zero). A batch
+// scorer is timed per range of nodes it scores.
+func observePlugin(point, plugin string, st *framework.Status, start time.Time) {
+	if start.IsZero() {
 		return
 	}
 	pluginExecDuration.WithLabelValues(plugin, point, st.Code().String()).Observe(time.Since(start).Seconds())

@@ -14,8 +14,9 @@ import (
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
 )
 
-// TestPluginExecutionMetrics: a sampled cycle times each plugin call under
-// its plugin and extension point; an unsampled one records nothing.
+// TestPluginExecutionMetrics: a sampled cycle times plugin calls under
+// their plugin and extension point (per-node calls up to a budget); an
+// unsampled one records nothing.
 func TestPluginExecutionMetrics(t *testing.T) {
 	nodes := make([]*framework.NodeInfo, 10)
 	for i := range nodes {
@@ -49,5 +50,21 @@ func TestPluginExecutionMetrics(t *testing.T) {
 	}
 	if n := observations(); n != uint64(len(nodes)) {
 		t.Fatalf("sampled cycle recorded %d calls, want %d (one per node)", n, len(nodes))
+	}
+
+	// Per-node calls past perNodeTimedCalls are not timed.
+	many := make([]*framework.NodeInfo, 3*perNodeTimedCalls)
+	for i := range many {
+		many[i] = nodes[i%len(nodes)]
+	}
+	before := observations()
+	state = framework.NewCycleState()
+	state.SkipScore = map[string]bool{}
+	state.RecordPluginMetrics = true
+	if _, st := p.runScore(context.Background(), state, pod, many); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if n := observations() - before; n != perNodeTimedCalls {
+		t.Fatalf("sampled cycle over %d nodes timed %d calls, want %d", len(many), n, perNodeTimedCalls)
 	}
 }

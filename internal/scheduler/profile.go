@@ -144,7 +144,7 @@ func (p *Profile) runPreFilter(ctx context.Context, state *framework.CycleState,
 	for _, pl := range p.preFilter {
 		start := pluginStart(state)
 		r, s := pl.PreFilter(ctx, state, pod, nodes)
-		observePlugin(state, "PreFilter", pl.Name(), s, start)
+		observePlugin("PreFilter", pl.Name(), s, start)
 		switch {
 		case s.IsSkip():
 			state.SkipFilter[pl.Name()] = true
@@ -187,9 +187,9 @@ func (p *Profile) runFilters(ctx context.Context, state *framework.CycleState, p
 		if checkSkip && state.SkipFilter[pl.Name()] {
 			continue
 		}
-		start := pluginStart(state)
+		start := nodePluginStart(state)
 		s := pl.Filter(ctx, state, pod, ni)
-		observePlugin(state, "Filter", pl.Name(), s, start)
+		observePlugin("Filter", pl.Name(), s, start)
 		if !s.IsSuccess() {
 			if !s.IsRejected() {
 				s = framework.AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), s.AsError()))
@@ -239,7 +239,7 @@ func (p *Profile) runPreScore(ctx context.Context, state *framework.CycleState, 
 	for _, pl := range p.preScore {
 		start := pluginStart(state)
 		s := pl.PreScore(ctx, state, pod, nodes)
-		observePlugin(state, "PreScore", pl.Name(), s, start)
+		observePlugin("PreScore", pl.Name(), s, start)
 		if s.IsSkip() {
 			state.SkipScore[pl.Name()] = true
 			continue
@@ -323,7 +323,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				}
 				start := pluginStart(state)
 				st := pl.batch.ScoreNodes(ctx, state, pod, nodes[lo:hi], out)
-				observePlugin(state, "Score", pl.Name(), st, start)
+				observePlugin("Score", pl.Name(), st, start)
 				if !st.IsSuccess() {
 					fail(j, st)
 					return
@@ -331,9 +331,9 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				continue
 			}
 			for i := range out {
-				start := pluginStart(state)
+				start := nodePluginStart(state)
 				s, st := pl.Score(ctx, state, pod, nodes[lo+i])
-				observePlugin(state, "Score", pl.Name(), st, start)
+				observePlugin("Score", pl.Name(), st, start)
 				if !st.IsSuccess() {
 					fail(j, st)
 					return
@@ -397,7 +397,7 @@ func (p *Profile) runReserve(ctx context.Context, state *framework.CycleState, p
 	for _, pl := range p.reserve {
 		start := pluginStart(state)
 		s := pl.Reserve(ctx, state, pod, node)
-		observePlugin(state, "Reserve", pl.Name(), s, start)
+		observePlugin("Reserve", pl.Name(), s, start)
 		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
@@ -422,7 +422,7 @@ func (p *Profile) runPermit(ctx context.Context, state *framework.CycleState, po
 	for _, pl := range p.permit {
 		start := pluginStart(state)
 		s, timeout := pl.Permit(ctx, state, pod, node)
-		observePlugin(state, "Permit", pl.Name(), s, start)
+		observePlugin("Permit", pl.Name(), s, start)
 		switch {
 		case s.IsSuccess():
 		case s.Code() == framework.Wait:
@@ -447,7 +447,7 @@ func (p *Profile) runPreBind(ctx context.Context, state *framework.CycleState, p
 	for _, pl := range p.preBind {
 		start := pluginStart(state)
 		s := pl.PreBind(ctx, state, pod, node)
-		observePlugin(state, "PreBind", pl.Name(), s, start)
+		observePlugin("PreBind", pl.Name(), s, start)
 		if !s.IsSuccess() {
 			if s.IsRejected() {
 				return s.WithPlugin(pl.Name())
@@ -462,7 +462,7 @@ func (p *Profile) runBind(ctx context.Context, state *framework.CycleState, pod 
 	for _, pl := range p.bind {
 		start := pluginStart(state)
 		s := pl.Bind(ctx, state, pod, node)
-		observePlugin(state, "Bind", pl.Name(), s, start)
+		observePlugin("Bind", pl.Name(), s, start)
 		if s.IsSkip() {
 			continue
 		}
@@ -478,7 +478,7 @@ func (p *Profile) runPostBind(ctx context.Context, state *framework.CycleState, 
 	for _, pl := range p.postBind {
 		start := pluginStart(state)
 		pl.PostBind(ctx, state, pod, node)
-		observePlugin(state, "PostBind", pl.Name(), nil, start)
+		observePlugin("PostBind", pl.Name(), nil, start)
 	}
 }
 

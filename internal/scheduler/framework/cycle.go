@@ -1,5 +1,7 @@
 package framework
 
+import "sync/atomic"
+
 // StateKey names one plugin's data in a CycleState.
 type StateKey string
 
@@ -31,9 +33,13 @@ type CycleState struct {
 	// does no map lookups.
 	ActiveFilters []FilterPlugin
 	// RecordPluginMetrics says this cycle is one of the sampled ones whose
-	// plugin calls are each timed (scheduler_plugin_execution_duration_seconds),
-	// as upstream samples a tenth of its cycles.
+	// plugin calls are timed (scheduler_plugin_execution_duration_seconds),
+	// as upstream samples a tenth of its cycles. PerNodeTimed counts the
+	// per-node calls (Filter, Score) timed so far: only the first few
+	// nodes' are, or timing thousands of calls would cost more than the
+	// cycle.
 	RecordPluginMetrics bool
+	PerNodeTimed        atomic.Int32
 }
 
 type stateEntry struct {
