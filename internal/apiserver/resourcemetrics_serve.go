@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
@@ -111,17 +112,7 @@ func (s *Server) serveNodeMetrics(w http.ResponseWriter, r *http.Request, name s
 		})
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	if name == "" {
-		rmWrite(w, list)
-		return
-	}
-	if len(list.Items) == 0 {
-		s.writeError(w, r, apierrors.NewNotFound(gr, name))
-		return
-	}
-	item := list.Items[0]
-	item.TypeMeta = metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: rmGroup + "/v1beta1"}
-	rmWrite(w, &item)
+	rmAnswer(s, w, r, gr, name, "NodeMetrics", list, list.Items)
 }
 
 func (s *Server) servePodMetrics(w http.ResponseWriter, r *http.Request, namespace, name string, sel labels.Selector, fsel fields.Selector) {
@@ -191,17 +182,26 @@ func (s *Server) servePodMetrics(w http.ResponseWriter, r *http.Request, namespa
 		}
 		return a.Name < b.Name
 	})
+	rmAnswer(s, w, r, gr, name, "PodMetrics", list, list.Items)
+}
+
+// rmAnswer writes the list, or for a get by name its one item (404 when
+// there is none), typed as kind.
+func rmAnswer[T any, P interface {
+	*T
+	runtime.Object
+}](s *Server, w http.ResponseWriter, r *http.Request, gr schema.GroupResource, name, kind string, list runtime.Object, items []T) {
 	if name == "" {
 		rmWrite(w, list)
 		return
 	}
-	if len(list.Items) == 0 {
+	if len(items) == 0 {
 		s.writeError(w, r, apierrors.NewNotFound(gr, name))
 		return
 	}
-	item := list.Items[0]
-	item.TypeMeta = metav1.TypeMeta{Kind: "PodMetrics", APIVersion: rmGroup + "/v1beta1"}
-	rmWrite(w, &item)
+	item := P(&items[0])
+	item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: rmGroup, Version: "v1beta1", Kind: kind})
+	rmWrite(w, item)
 }
 
 // rmResources is usage as metrics-server writes it: CPU in nanocores,
