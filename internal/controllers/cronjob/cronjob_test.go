@@ -116,7 +116,7 @@ func TestCronJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJobs(t, cs, "missed", name("missed", start.Truncate(time.Minute)))
-	if msgs := events(t, cs, "missed", "TooManyMissedTimes"); len(msgs) != 1 ||
+	if msgs := recorded(t, cs, "missed", "TooManyMissedTimes"); len(msgs) != 1 ||
 		msgs[0] != "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew" {
 		t.Errorf("TooManyMissedTimes events %q", msgs)
 	}
@@ -136,10 +136,10 @@ func TestCronJob(t *testing.T) {
 		if cj.Status.LastScheduleTime == nil || !cj.Status.LastScheduleTime.Time.Equal(m1) {
 			t.Errorf("lastScheduleTime %v, want %v", cj.Status.LastScheduleTime, m1)
 		}
-		if msgs := events(t, cs, "allow", "SuccessfulCreate"); !slices.Equal(msgs, []string{"Created job " + name("allow", m1)}) {
+		if msgs := recorded(t, cs, "allow", "SuccessfulCreate"); !slices.Equal(msgs, []string{"Created job " + name("allow", m1)}) {
 			t.Errorf("SuccessfulCreate events %q", msgs)
 		}
-		if msgs := events(t, cs, "allow", "SawCompletedJob"); !slices.Equal(msgs, []string{"Saw completed job: " + name("allow", m1) + ", status: Complete"}) {
+		if msgs := recorded(t, cs, "allow", "SawCompletedJob"); !slices.Equal(msgs, []string{"Saw completed job: " + name("allow", m1) + ", status: Complete"}) {
 			t.Errorf("SawCompletedJob events %q", msgs)
 		}
 	})
@@ -173,7 +173,7 @@ func TestCronJob(t *testing.T) {
 		if !cj.Status.LastScheduleTime.Time.Equal(m2) {
 			t.Errorf("lastScheduleTime %v", cj.Status.LastScheduleTime)
 		}
-		if msgs := events(t, cs, "replace", "SuccessfulDelete"); !slices.Contains(msgs, "Deleted job "+name("replace", m1)) {
+		if msgs := recorded(t, cs, "replace", "SuccessfulDelete"); !slices.Contains(msgs, "Deleted job "+name("replace", m1)) {
 			t.Errorf("SuccessfulDelete events %q", msgs)
 		}
 	})
@@ -267,6 +267,21 @@ func waitCronJob(t *testing.T, cs kubernetes.Interface, ns string, cond func(*ba
 }
 
 // events returns the messages of ns's events with reason, oldest first.
+// recorded is events once at least one with reason exists (up to 10 s):
+// the controller records events asynchronously, after the writes a test
+// waits for.
+func recorded(t *testing.T, cs kubernetes.Interface, ns, reason string) []string {
+	t.Helper()
+	var msgs []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if msgs = events(t, cs, ns, reason); len(msgs) > 0 || time.Now().After(deadline) {
+			return msgs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func events(t *testing.T, cs kubernetes.Interface, ns, reason string) []string {
 	t.Helper()
 	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
