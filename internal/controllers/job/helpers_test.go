@@ -96,7 +96,21 @@ func jobPods(t *testing.T, client kubernetes.Interface, ns string, uid types.UID
 
 // eventMessages returns the messages of the events on the object named
 // name with reason.
+// eventMessages returns the messages of name's events with reason, once
+// at least one exists (up to 10 s): the controller records events
+// asynchronously, after the writes a test waits for.
 func eventMessages(t *testing.T, client kubernetes.Interface, ns, name, reason string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if msgs := listEventMessages(t, client, ns, name, reason); len(msgs) > 0 || time.Now().After(deadline) {
+			return msgs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func listEventMessages(t *testing.T, client kubernetes.Interface, ns, name, reason string) []string {
 	t.Helper()
 	list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
