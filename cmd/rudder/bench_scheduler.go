@@ -83,6 +83,7 @@ pods/s, algorithm spread/antiaffinity >= 3000, e2e basic >= 2000, judged at
 	f.IntVar(&cfg.Parallelism, "parallelism", 0, "scheduler filter/score goroutines (0: GOMAXPROCS)")
 	f.DurationVar(&cfg.RunTimeout, "run-timeout", 10*time.Minute, "upper bound on one run")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of each run's measured phase to this file (suffixed per run when several)")
+	f.StringVar(&cfg.Trace, "trace", "", "write a runtime execution trace of each run's measured phase to this file, for go tool trace (suffixed per run when several)")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap (allocations) profile after each run to this file (suffixed per run when several)")
 	return cmd
 }

@@ -44,6 +44,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"time"
@@ -116,7 +117,14 @@ type SchedulerConfig struct {
 	// (suffixed like CPUProfile); its alloc_space and alloc_objects views
 	// show what the run allocated, which is what the GC pays for.
 	MemProfile string
+	// Trace, when set, receives a runtime execution trace of each run's
+	// measured phase (suffixed like CPUProfile), for `go tool trace`:
+	// which goroutine ran on which core, and why each waited.
+	Trace string
 }
+
+// schedProfilePaths are one run's profile outputs ("" for none).
+type schedProfilePaths struct{ cpu, trace string }
 
 func (c *SchedulerConfig) defaults() {
 	if len(c.Scenarios) == 0 {
@@ -251,10 +259,13 @@ func RunScheduler(ctx context.Context, cfg SchedulerConfig) (*SchedulerResult, e
 		}
 	}
 	for i, p := range params {
-		profile := cfg.CPUProfile
-		if profile != "" && len(params) > 1 {
-			profile = fmt.Sprintf("%s.%s-%s-%d", profile, p.scenario, p.mode, p.nodes)
+		suffix := func(path string) string {
+			if path != "" && len(params) > 1 {
+				return fmt.Sprintf("%s.%s-%s-%d", path, p.scenario, p.mode, p.nodes)
+			}
+			return path
 		}
+		profile := schedProfilePaths{cpu: suffix(cfg.CPUProfile), trace: suffix(cfg.Trace)}
 		// Each run starts from a clean heap, so one run's garbage is not
 		// another's GC work, and the peak RSS is the run's own.
 		runtime.GC()
@@ -397,25 +408,39 @@ func schedWriteHeapProfile(path string) error {
 	return f.Close()
 }
 
-// schedStartProfile starts a CPU profile into path ("" does nothing) and
-// returns its stop function.
-func schedStartProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
+// schedStartProfile starts a CPU profile and an execution trace into
+// their paths ("" for neither) and returns the function stopping both.
+func schedStartProfile(paths schedProfilePaths) (func(), error) {
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
+	if paths.cpu != "" {
+		f, err := os.Create(paths.cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+	if paths.trace != "" {
+		f, err := os.Create(paths.trace)
+		if err == nil {
+			if err = trace.Start(f); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		})
-	}, nil
+	return func() { once.Do(stop) }, nil
 }

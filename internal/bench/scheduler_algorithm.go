@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +70,7 @@ func (b *schedBinder) nodeOf(uid types.UID) string {
 // with the workload. The unschedulable scenario preloads only its parked
 // pods, waits until each was tried once, then creates the measured pods
 // while nodes churn.
-func schedRunAlgorithm(ctx context.Context, cfg SchedulerConfig, p schedParams, profile string) (*SchedulerRun, error) {
+func schedRunAlgorithm(ctx context.Context, cfg SchedulerConfig, p schedParams, profile schedProfilePaths) (*SchedulerRun, error) {
 	w := schedBuild(p, cfg.Seed, schedFakeNamespace, true)
 	objs := make([]runtime.Object, 0, len(w.nodes)+len(w.init)+len(w.parked)+len(w.measured))
 	for _, n := range w.nodes {
@@ -131,8 +132,17 @@ func schedRunAlgorithm(ctx context.Context, cfg SchedulerConfig, p schedParams, 
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)
-	// The measured phase starts with the scheduler when the measured pods
-	// are preloaded, and after parking otherwise.
+	// The measured phase starts with the scheduler's first cycle when
+	// the measured pods are preloaded, and after parking otherwise. The
+	// informers' initial lists (the fake clientset copies every object)
+	// are start-up, not scheduling: they are loaded and their garbage
+	// collected before the measurement starts.
+	if preload {
+		if err := sched.WaitForCacheSync(sctx); err != nil {
+			return nil, err
+		}
+		goruntime.GC()
+	}
 	measure := startSchedMeasure()
 	stopProfile := func() {}
 	if preload {

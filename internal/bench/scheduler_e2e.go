@@ -30,7 +30,7 @@ import (
 // are created first, then the scheduler starts and syncs, then the
 // measured pods are created by cfg.Clients concurrent clients while a
 // watch records each bind.
-func schedRunE2E(ctx context.Context, cfg SchedulerConfig, p schedParams, profile string) (*SchedulerRun, error) {
+func schedRunE2E(ctx context.Context, cfg SchedulerConfig, p schedParams, profile schedProfilePaths) (*SchedulerRun, error) {
 	restCfg, inProcess, stop, embedded, err := schedConnect(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -59,9 +59,12 @@ func pluginStart(state *framework.CycleState) time.Time {
 }
 
 // nodePluginStart is pluginStart for the calls made once per node: only
-// the first perNodeTimedCalls of a sampled cycle are timed.
+// the first perNodeTimedCalls of a sampled cycle are timed. The count is
+// read before it is added to: the Filter and Score goroutines read the
+// cycle state for every node, and an atomic add on every call would pass
+// its cache line from core to core for the rest of the cycle.
 func nodePluginStart(state *framework.CycleState) time.Time {
-	if !state.RecordPluginMetrics || state.PerNodeTimed.Add(1) > perNodeTimedCalls {
+	if !state.RecordPluginMetrics || state.PerNodeTimed.Load() >= perNodeTimedCalls || state.PerNodeTimed.Add(1) > perNodeTimedCalls {
 		return time.Time{}
 	}
 	return time.Now()

@@ -307,7 +307,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 	}
 	// Ranges of nodes, plugin by plugin within a range: a plugin's loop
 	// stays hot and the range's node infos stay in cache across plugins.
-	p.handle.parallel.UntilChunks(ctx, len(nodes), scoreChunk, func(lo, hi int) {
+	p.handle.parallel.UntilChunks(ctx, len(nodes), scoreChunk, func(lo, hi int) bool {
 		for i := lo; i < hi; i++ {
 			totals[i].Name = nodes[i].Name()
 		}
@@ -326,7 +326,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				observePlugin("Score", pl.Name(), st, start)
 				if !st.IsSuccess() {
 					fail(j, st)
-					return
+					return false
 				}
 				continue
 			}
@@ -336,7 +336,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				observePlugin("Score", pl.Name(), st, start)
 				if !st.IsSuccess() {
 					fail(j, st)
-					return
+					return false
 				}
 				out[i] = framework.NodeScore{Name: totals[lo+i].Name, Score: s}
 			}
@@ -356,6 +356,7 @@ func (p *Profile) runScore(ctx context.Context, state *framework.CycleState, pod
 				totals[lo+i].Score += ns.Score * pl.weight
 			}
 		}
+		return true
 	})
 	// Ranges not handed out when ctx ended were never scored.
 	if err := ctx.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,7 @@ type Queue struct {
 	inFlight map[types.UID]queueInFlight
 
 	nominator queueNominator
+	backlog   atomic.Bool // see Backlog
 }
 
 // queueWhere says which of the three places an entry is in.
@@ -392,8 +394,14 @@ func (q *Queue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
 	qpi.GatingPlugin = ""
 	q.cycle++
 	q.inFlight[qpi.Pod.UID] = queueInFlight{}
+	q.backlog.Store(q.active.Len() > 0)
 	return qpi, nil
 }
+
+// Backlog says whether activeQ still held pods after the last Pop: the
+// scheduling loop is busy with a burst rather than keeping up with
+// arrivals.
+func (q *Queue) Backlog() bool { return q.backlog.Load() }
 
 // SchedulingCycle is the number of pods popped so far; read it right
 // after Pop to get the popped pod's cycle.

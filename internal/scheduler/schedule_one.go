@@ -100,10 +100,14 @@ type scheduleResult struct {
 // scheduleOne pops one pod and runs its scheduling cycle; binding runs in
 // its own goroutine so the next cycle starts at once.
 func (s *Scheduler) scheduleOne(ctx context.Context) error {
+	// The pool's helpers wait for the next cycle's sections only during
+	// a burst (see framework.Pool).
+	s.parallel.Busy(s.queue.Backlog())
 	qpi, err := s.queue.Pop(ctx)
 	if err != nil {
 		return err
 	}
+	s.parallel.Busy(true)
 	pod := qpi.Pod
 	prof := s.profileFor(pod)
 	if prof == nil || s.skipPod(pod) {
@@ -378,12 +382,10 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 	// updated once per range of nodes, not per node, so that two cores do
 	// not pass one cache line back and forth for every node.
 	var found, processed, scanned atomic.Int64
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := int(s.nextStartNodeIndex % uint64(len(nodes)))
 	hasNominated := s.queue.HasNominatedPods()
 	t = s.clock.Now()
-	prof.handle.parallel.UntilChunks(fctx, len(nodes), feasibleChunk, func(lo, hi int) {
+	prof.handle.parallel.UntilChunks(ctx, len(nodes), feasibleChunk, func(lo, hi int) bool {
 		var local [feasibleChunk]*framework.NodeInfo
 		nlocal, done := 0, lo
 		for i := lo; i < hi; i++ {
@@ -395,9 +397,9 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 			ni := nodes[idx]
 			var st *framework.Status
 			if hasNominated {
-				st = prof.filterWithNominated(fctx, state, pod, ni)
+				st = prof.filterWithNominated(ctx, state, pod, ni)
 			} else {
-				st = prof.runFilters(fctx, state, pod, ni)
+				st = prof.runFilters(ctx, state, pod, ni)
 			}
 			done++
 			if st.IsSuccess() {
@@ -415,16 +417,15 @@ func (s *Scheduler) findFeasible(ctx context.Context, prof *Profile, state *fram
 		atomicMax(&scanned, int64(done))
 		processed.Add(int64(done - lo))
 		if nlocal == 0 {
-			return
+			return found.Load() < int64(want)
 		}
 		k := int(found.Add(int64(nlocal)))
 		base := k - nlocal
 		if base < want {
 			copy(feasible[base:min(k, want)], local[:nlocal])
 		}
-		if k >= want {
-			cancel()
-		}
+		// Enough found: no further range is handed out.
+		return k < want
 	})
 	since(prof.metrics.filter, t)
 	n := min(int(found.Load()), want)

@@ -204,9 +204,10 @@ type Parallelizer interface {
 	// UntilChunks calls fn(lo, hi) for consecutive ranges of at most
 	// chunk items covering [0, n), handed out in increasing order, so a
 	// caller can keep per-range counters instead of sharing one per item.
-	// It returns when all are done or ctx ends (ranges not yet handed out
-	// are then never called).
-	UntilChunks(ctx context.Context, n, chunk int, fn func(lo, hi int))
+	// It returns when all are done, ctx ends or a call of fn returns false
+	// (ranges not yet handed out are then never called; those already
+	// running finish first).
+	UntilChunks(ctx context.Context, n, chunk int, fn func(lo, hi int) bool)
 }
 
 // ActionType is a bit set of changes to a resource.

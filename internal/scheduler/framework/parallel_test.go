@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestUntilChunksCoversEveryItemOnce runs bursts back to back (helpers
@@ -17,13 +18,14 @@ func TestUntilChunksCoversEveryItemOnce(t *testing.T) {
 	check := func(t *testing.T, p Parallelizer, n, chunk int) {
 		t.Helper()
 		seen := make([]atomic.Int32, n)
-		p.UntilChunks(ctx, n, chunk, func(lo, hi int) {
+		p.UntilChunks(ctx, n, chunk, func(lo, hi int) bool {
 			if hi-lo > chunk || lo%chunk != 0 {
 				t.Errorf("range [%d, %d) with chunk %d", lo, hi, chunk)
 			}
 			for i := lo; i < hi; i++ {
 				seen[i].Add(1)
 			}
+			return true
 		})
 		for i := range seen {
 			if c := seen[i].Load(); c != 1 {
@@ -53,8 +55,9 @@ func TestUntilChunksCoversEveryItemOnce(t *testing.T) {
 		})
 		t.Run(fmt.Sprintf("parallelism %d nested", par), func(t *testing.T) {
 			var total atomic.Int64
-			p.UntilChunks(ctx, 256, 32, func(lo, hi int) {
+			p.UntilChunks(ctx, 256, 32, func(lo, hi int) bool {
 				p.Until(ctx, 100, func(int) { total.Add(1) })
+				return true
 			})
 			if got := total.Load(); got != 8*100 {
 				t.Fatalf("nested calls did %d items, want 800", got)
@@ -63,22 +66,70 @@ func TestUntilChunksCoversEveryItemOnce(t *testing.T) {
 	}
 }
 
-// TestUntilChunksStopsOnCancel: once ctx ends no new range is handed out.
+// TestUntilChunksStopsOnCancel: once ctx ends no new range is handed
+// out; a goroutine that was already past its check may start one more.
 func TestUntilChunksStopsOnCancel(t *testing.T) {
 	p := NewParallelizer(2)
-	for range 50 {
+	p.Busy(true)
+	for range 200 {
 		ctx, cancel := context.WithCancel(context.Background())
-		var ranges atomic.Int32
-		p.UntilChunks(ctx, 10000, 10, func(lo, hi int) {
+		var ranges, after atomic.Int32
+		var cancelled atomic.Bool
+		p.UntilChunks(ctx, 10000, 10, func(lo, hi int) bool {
+			if cancelled.Load() {
+				after.Add(1)
+			}
 			if ranges.Add(1) == 3 {
 				cancel()
+				cancelled.Store(true)
 			}
+			return true
 		})
-		// The goroutines inside a range when it was cancelled may each
-		// finish theirs; nothing after.
-		if got := ranges.Load(); got > 3+1 {
-			t.Fatalf("%d ranges ran after cancel at the third", got)
+		if got := after.Load(); got > 1 {
+			t.Fatalf("%d ranges started after cancel returned", got)
 		}
 		cancel()
+	}
+}
+
+// TestUntilChunksStopsWhenToldEnough: once fn returns false no new range
+// is handed out (findFeasible stops when it found enough nodes).
+func TestUntilChunksStopsWhenToldEnough(t *testing.T) {
+	p := NewParallelizer(2)
+	p.Busy(true)
+	for range 200 {
+		var ranges atomic.Int32
+		p.UntilChunks(context.Background(), 10000, 10, func(lo, hi int) bool {
+			return ranges.Add(1) < 5
+		})
+		// Each goroutine may have been handed one range before it saw
+		// the fifth say stop.
+		if got := ranges.Load(); got < 5 || got > 5+1 {
+			t.Fatalf("%d ranges ran, want 5 (6 with the helper's last)", got)
+		}
+	}
+}
+
+// TestHelpersLeaveWhenIdle: helpers wait for the next section only for a
+// moment after the last one, longer while the loop says it is busy; an
+// idle pool keeps no goroutine.
+func TestHelpersLeaveWhenIdle(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		p := NewParallelizer(4)
+		p.Busy(busy)
+		for range 100 {
+			p.UntilChunks(context.Background(), 1000, 10, func(lo, hi int) bool { return true })
+		}
+		if h := p.helpers.Load(); h > 3 {
+			t.Fatalf("%d helpers, parallelism 4 allows 3", h)
+		}
+		p.Busy(false)
+		deadline := time.Now().Add(5 * time.Second)
+		for p.helpers.Load() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("busy %v: %d helpers still waiting 5 s after the last section", busy, p.helpers.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
