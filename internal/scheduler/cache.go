@@ -48,6 +48,10 @@ type Cache struct {
 	// the entries whose node count changed since the last UpdateSnapshot.
 	images      map[string]*cacheImage
 	dirtyImages map[*cacheImage]struct{}
+	// imagesVersion counts changes to the set of image names, which
+	// snapshots copy (Snapshot.Images) when it moved; it starts at 1 so
+	// that a new snapshot copies the (empty) index once.
+	imagesVersion int64
 
 	// own remembers the snapshot whose lists this cache built last, so
 	// the next update of that same snapshot can patch them in place.
@@ -107,11 +111,12 @@ type cacheChange struct {
 // NewCache returns an empty cache.
 func NewCache() *Cache {
 	return &Cache{
-		nodes:       map[string]*cacheItem{},
-		tree:        newCacheNodeTree(),
-		pods:        map[types.UID]*cachePodState{},
-		images:      map[string]*cacheImage{},
-		dirtyImages: map[*cacheImage]struct{}{},
+		nodes:         map[string]*cacheItem{},
+		tree:          newCacheNodeTree(),
+		pods:          map[types.UID]*cachePodState{},
+		images:        map[string]*cacheImage{},
+		dirtyImages:   map[*cacheImage]struct{}{},
+		imagesVersion: 1,
 	}
 }
 
@@ -421,6 +426,7 @@ func (c *Cache) trackImages(node *corev1.Node) map[string]*framework.ImageState 
 				// upstream: sizes of one image rarely differ by node.
 				e = &cacheImage{nodes: map[string]struct{}{}, state: &framework.ImageState{Size: img.SizeBytes}}
 				c.images[name] = e
+				c.imagesVersion++
 			}
 			if _, ok := e.nodes[node.Name]; !ok {
 				e.nodes[node.Name] = struct{}{}
@@ -451,6 +457,7 @@ func (c *Cache) untrackImages(node *corev1.Node, keep map[string]*framework.Imag
 			c.dirtyImages[e] = struct{}{}
 			if len(e.nodes) == 0 {
 				delete(c.images, name)
+				c.imagesVersion++
 			}
 		}
 	}
@@ -484,6 +491,13 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) error {
 		e.state.NumNodes = len(e.nodes)
 	}
 	clear(c.dirtyImages)
+	if s.ImagesVersion() != c.imagesVersion {
+		images := make(map[string]*framework.ImageState, len(c.images))
+		for name, e := range c.images {
+			images[name] = e.state
+		}
+		s.SetImages(images, c.imagesVersion)
+	}
 
 	rebuild := c.own.snap != s || c.own.treeVersion != c.tree.version
 	changes := c.changes[:0]

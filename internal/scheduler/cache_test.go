@@ -453,6 +453,9 @@ func TestCacheImageStates(t *testing.T) {
 		{"the only node with an image re-reporting it keeps it",
 			[]cacheOp{node("n1", "pause", "redis"), node("n1", "pause", "redis")},
 			counts{"n1": {"pause": 1, "redis": 1}}},
+		{"an image on no node any more leaves the index",
+			[]cacheOp{node("n1", "pause"), node("n2", "pause", "redis"), cacheRemoveNode("n2")},
+			counts{"n1": {"pause": 1}}},
 		{"pods on a deleted node do not keep its images counted",
 			[]cacheOp{node("n1", "pause"), node("n2", "pause"), cacheAddPod(cacheTestPod("a", "n2", 1)), cacheRemoveNode("n2")},
 			counts{"n1": {"pause": 1}}},
@@ -482,6 +485,19 @@ func TestCacheImageStates(t *testing.T) {
 				}
 				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 					t.Errorf("image counts = %v, want %v", got, tc.want)
+				}
+				// The snapshot's index has exactly the images some
+				// node reports, with the nodes' shared state.
+				wantIndex := map[string]int{}
+				for _, imgs := range tc.want {
+					maps.Copy(wantIndex, imgs)
+				}
+				gotIndex := map[string]int{}
+				for img, st := range s.Images {
+					gotIndex[img] = st.NumNodes
+				}
+				if fmt.Sprint(gotIndex) != fmt.Sprint(wantIndex) {
+					t.Errorf("snapshot images = %v, want %v", gotIndex, wantIndex)
 				}
 			}
 		})

@@ -16,6 +16,11 @@ type Snapshot struct {
 	HavePodsWithRequiredAntiAffinityList []*NodeInfo
 	// UsedPVCSet holds "namespace/claim" for claims used by any pod.
 	UsedPVCSet map[string]struct{}
+	// Images holds every image name some node reports, with the state
+	// the nodes' ImageStates share (read-only).
+	Images map[string]*ImageState
+	// imagesVersion is the cache's image index version Images copies.
+	imagesVersion int64
 	// Generation is the highest NodeInfo generation copied.
 	Generation int64
 
@@ -96,7 +101,7 @@ func (s *Snapshot) ListPatched(positions []int32) {
 
 // NewEmptySnapshot returns an empty snapshot.
 func NewEmptySnapshot() *Snapshot {
-	return &Snapshot{NodeInfoMap: map[string]*NodeInfo{}, UsedPVCSet: map[string]struct{}{}}
+	return &Snapshot{NodeInfoMap: map[string]*NodeInfo{}, UsedPVCSet: map[string]struct{}{}, Images: map[string]*ImageState{}}
 }
 
 // NewSnapshot builds a snapshot from node infos directly (for tests and
@@ -115,9 +120,21 @@ func NewSnapshot(nodes ...*NodeInfo) *Snapshot {
 		for k := range n.PVCRefCounts {
 			s.UsedPVCSet[k] = struct{}{}
 		}
+		for name, st := range n.ImageStates {
+			s.Images[name] = st
+		}
 		s.Generation = max(s.Generation, n.Generation)
 	}
 	return s
+}
+
+// ImagesVersion is the version of the cache's image index that Images
+// copies; SetImages replaces both (the scheduler cache calls them).
+func (s *Snapshot) ImagesVersion() int64 { return s.imagesVersion }
+
+// SetImages replaces Images with a copy of the cache's index at version.
+func (s *Snapshot) SetImages(images map[string]*ImageState, version int64) {
+	s.Images, s.imagesVersion = images, version
 }
 
 // List returns the nodes.

@@ -60,10 +60,29 @@ type imageState struct {
 
 func (s *imageState) Clone() framework.StateData { return s }
 
-// PreScore normalizes the image names once rather than per node.
+// PreScore normalizes the image names once rather than per node. When
+// no node reports any of the pod's images every node scores 0 (a new
+// image, or nodes that report none), so the plugin skips the cycle:
+// the totals are the same without a pass over the nodes.
 func (p *ImageLocality) PreScore(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
-	state.Write(imagePreScoreKey, p.computeState(pod, len(nodes)))
+	s := p.computeState(pod, len(nodes))
+	if p.handle != nil {
+		if snap := p.handle.Snapshot(); snap != nil && snap.Images != nil && !anyKnown(snap.Images, s.images) {
+			return skipImageLocality
+		}
+	}
+	state.Write(imagePreScoreKey, s)
 	return nil
+}
+
+// anyKnown says whether some node reports one of images.
+func anyKnown(known map[string]*framework.ImageState, images []string) bool {
+	for _, name := range images {
+		if _, ok := known[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // computeState counts all nodes of the snapshot, not only the feasible

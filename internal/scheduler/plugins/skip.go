@@ -10,6 +10,7 @@ import "github.com/rudder-dev/rudder/internal/scheduler/framework"
 // (see framework.Status), and the framework only tests Skip with IsSkip.
 var (
 	skipBalancedAllocation = sharedSkip(NodeResourcesBalancedAllocationName)
+	skipImageLocality      = sharedSkip(ImageLocalityName)
 	skipInterPodAffinity   = sharedSkip(InterPodAffinityName)
 	skipNodeAffinity       = sharedSkip(NodeAffinityName)
 	skipNodeName           = sharedSkip(NodeNameName)
