@@ -29,6 +29,12 @@
 // positions each update replaced (ChangedSince), so plugins that keep
 // indexes across cycles look at the changed nodes instead of every node.
 //
+// The parallel sections run on a Pool (parallel.go): the caller works
+// too, and a helper that finished one section waits a few microseconds
+// for the next instead of exiting, since a freshly started goroutine
+// arrives after a 20 µs section is over. Whether helpers pay on the
+// machine at the moment is measured on the live work (trial.go).
+//
 // This package does no I/O; internal/scheduler runs the cycle and
 // internal/scheduler/plugins implements the plugins.
 package framework
