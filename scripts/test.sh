@@ -3,6 +3,17 @@
 # or $KUBECTL). Go modules are fetched by the go tool itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The node tests run real containers: runc (the OCI runtime) and
+# busybox-static (the binary the tests build their images from), from
+# Debian's packages. Installed when missing and root; without root those
+# tests skip with a message.
+need=()
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -x /bin/busybox ] || need+=(busybox-static)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
 if ! command -v "${KUBECTL:-/usr/bin/kubectl}" >/dev/null 2>&1; then
   echo "kubectl not found at ${KUBECTL:-/usr/bin/kubectl}: the end-to-end tests drive a real kubectl" >&2
   exit 1
