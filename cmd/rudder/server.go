@@ -13,9 +13,7 @@ import (
 )
 
 func serverCommand() *cobra.Command {
-	var cfg server.Config
-	var notReadySeconds, unreachableSeconds int64
-	var simKubelet bool
+	var sf serverFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: embedded etcd and the API server",
@@ -27,10 +25,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
   kubectl get ns`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.DefaultNotReadyTolerationSeconds = &notReadySeconds
-			cfg.DefaultUnreachableTolerationSeconds = &unreachableSeconds
-			cfg.SimulatedNodesNoKubeletAPI = !simKubelet
-			srv, err := server.Start(cmd.Context(), cfg)
+			srv, err := server.Start(cmd.Context(), sf.config())
 			if err != nil {
 				return err
 			}
@@ -40,6 +35,28 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 			return srv.Wait()
 		},
 	}
+	sf.register(cmd)
+	return cmd
+}
+
+// serverFlags are the control plane's flags, shared by `rudder server`
+// and `rudder up`.
+type serverFlags struct {
+	cfg                                 server.Config
+	notReadySeconds, unreachableSeconds int64
+	simKubelet                          bool
+}
+
+func (sf *serverFlags) config() server.Config {
+	cfg := sf.cfg
+	cfg.DefaultNotReadyTolerationSeconds = &sf.notReadySeconds
+	cfg.DefaultUnreachableTolerationSeconds = &sf.unreachableSeconds
+	cfg.SimulatedNodesNoKubeletAPI = !sf.simKubelet
+	return cfg
+}
+
+func (sf *serverFlags) register(cmd *cobra.Command) {
+	cfg := &sf.cfg
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/rudder", "directory for etcd data, certificates and admin.kubeconfig")
 	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd endpoints (default: embedded etcd in <data-dir>/etcd)")
@@ -57,7 +74,7 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go profiles under /debug/pprof/ (authorized like any non-resource URL)")
 	f.IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "run this many simulated nodes (sim-0, sim-1, ...) in-process, as API clients")
-	f.BoolVar(&simKubelet, "simulated-nodes-kubelet-api", true, "simulated nodes serve the kubelet API (kubectl top, kubectl logs) on loopback addresses 127.1.x.y")
+	f.BoolVar(&sf.simKubelet, "simulated-nodes-kubelet-api", true, "simulated nodes serve the kubelet API (kubectl top, kubectl logs) on loopback addresses 127.1.x.y")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 50*time.Second, "how long a node may go without renewing its lease before it is marked NotReady and tainted")
 	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the in-process scheduler (to run another one against this API server)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")
@@ -67,9 +84,8 @@ certificates and <data-dir>/admin.kubeconfig; later starts reuse them.
 			"plugins not implemented are skipped. ServiceAccount, TaintNodesByCondition and DefaultTolerationSeconds are on only "+
 			"with their controllers (serviceaccount, nodelifecycle, taint-eviction-controller) unless named here")
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, even if on by default")
-	f.Int64Var(&notReadySeconds, "default-not-ready-toleration-seconds", 300,
+	f.Int64Var(&sf.notReadySeconds, "default-not-ready-toleration-seconds", 300,
 		"tolerationSeconds of the toleration for node.kubernetes.io/not-ready:NoExecute added to every pod without one")
-	f.Int64Var(&unreachableSeconds, "default-unreachable-toleration-seconds", 300,
+	f.Int64Var(&sf.unreachableSeconds, "default-unreachable-toleration-seconds", 300,
 		"tolerationSeconds of the toleration for node.kubernetes.io/unreachable:NoExecute added to every pod without one")
-	return cmd
 }
