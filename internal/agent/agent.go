@@ -151,3 +151,15 @@ func (a *Agent) Wait() error {
 
 // Host is what preflight found.
 func (a *Agent) Host() Host { return a.host }
+
+// The agent's directory: where each part keeps its state.
+
+// ImagesDir is where the runtime's image store lives (`rudder images`
+// opens the same store).
+func ImagesDir(cfg Config) string { return filepath.Join(cfg.Dir, "images") }
+
+// RuntimeDir holds the runtime's sandboxes and containers.
+func RuntimeDir(cfg Config) string { return filepath.Join(cfg.Dir, "runtime") }
+
+// KubeletDir holds the kubelet's pod directories (volumes).
+func KubeletDir(cfg Config) string { return filepath.Join(cfg.Dir, "kubelet") }
