@@ -96,8 +96,21 @@ func exists(root *os.Root, name string) bool {
 	return err == nil
 }
 
+// openRegular opens a regular file of the unpacked archive: a device
+// node or fifo an archive carries must not be read as a blob.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	fi, err := root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return root.Open(name)
+}
+
 func readSmall(root *os.Root, name string) ([]byte, error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +176,7 @@ func (s *Store) importDocker(ctx context.Context, root *os.Root, op *pending) er
 		}
 		open := func(_ context.Context, digest string) (io.ReadCloser, error) {
 			if p, ok := files[digest]; ok {
-				return root.Open(p)
+				return openRegular(root, p)
 			}
 			return nil, fmt.Errorf("%w: not in the archive", fs.ErrNotExist)
 		}
@@ -176,7 +189,7 @@ func (s *Store) importDocker(ctx context.Context, root *os.Root, op *pending) er
 
 // describeFile hashes a layer file and tells its compression by magic.
 func describeFile(root *os.Root, p string) (v1.Hash, int64, types.MediaType, error) {
-	f, err := root.Open(p)
+	f, err := openRegular(root, p)
 	if err != nil {
 		return v1.Hash{}, 0, "", err
 	}
@@ -212,7 +225,7 @@ func (s *Store) importOCI(ctx context.Context, root *os.Root, op *pending) error
 		if err := checkDigest(digest); err != nil {
 			return nil, err
 		}
-		return root.Open("blobs/sha256/" + strings.TrimPrefix(digest, "sha256:"))
+		return openRegular(root, "blobs/sha256/"+strings.TrimPrefix(digest, "sha256:"))
 	}
 	readBlob := func(d v1.Hash) ([]byte, error) {
 		b, err := readSmall(root, "blobs/sha256/"+d.Hex)
@@ -383,5 +396,3 @@ func (l *storedLayer) MediaType() (types.MediaType, error) {
 	}
 	return l.mt, nil
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -80,7 +81,7 @@ func (s *Store) putBytes(digest string, data []byte, op *pending) error {
 	if s.blobExists(digest) {
 		return nil
 	}
-	return s.writeBlob(context.Background(), digest, strings.NewReader(string(data)), op)
+	return s.writeBlob(context.Background(), digest, bytes.NewReader(data), op)
 }
 
 func (s *Store) writeBlob(ctx context.Context, digest string, r io.Reader, op *pending) error {
@@ -267,7 +268,7 @@ func (s *Store) discard(op *pending, failed bool) {
 // ingest stores one image from its manifest: blobs verified, layers
 // unpacked, added to op for commit.
 func (s *Store) ingest(ctx context.Context, manifestRaw, configRaw []byte, open opener, names []string, op *pending) error {
-	m, err := v1.ParseManifest(strings.NewReader(string(manifestRaw)))
+	m, err := v1.ParseManifest(bytes.NewReader(manifestRaw))
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
@@ -287,7 +288,7 @@ func (s *Store) ingest(ctx context.Context, manifestRaw, configRaw []byte, open 
 		}
 	}
 	id := m.Config.Digest.String()
-	cf, err := v1.ParseConfigFile(strings.NewReader(string(configRaw)))
+	cf, err := v1.ParseConfigFile(bytes.NewReader(configRaw))
 	if err != nil {
 		return fmt.Errorf("config %s: %w", id, err)
 	}
@@ -310,6 +311,9 @@ func (s *Store) ingest(ctx context.Context, manifestRaw, configRaw []byte, open 
 		ConfigSize:   int64(len(configRaw)),
 		Config:       runConfig(cf),
 		Created:      s.now().UTC(),
+		// A new image counts as just used, or image GC would see it as
+		// unused since forever.
+		LastUsed: s.now().UTC(),
 		Platform:     platformSpec{OS: cf.OS, Architecture: cf.Architecture},
 	}
 	for i, d := range m.Layers {

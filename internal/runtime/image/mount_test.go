@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
@@ -116,6 +117,8 @@ func TestManyLayers(t *testing.T) {
 func TestConcurrentMounts(t *testing.T) {
 	s := newStore(t)
 	importImage(t, s, "busybox:1", imagetest.Busybox(t))
+	later := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	s.now = func() time.Time { return later }
 	const n = 20
 	targets := make([]string, n)
 	dir := t.TempDir()
@@ -157,8 +160,8 @@ func TestConcurrentMounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if img, _ := s.Get("busybox:1"); img.LastUsed.IsZero() {
-		t.Error("LastUsed not recorded")
+	if img, _ := s.Get("busybox:1"); !img.LastUsed.Equal(later) {
+		t.Errorf("LastUsed = %v, want %v", img.LastUsed, later)
 	}
 }
 

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,7 @@ func (s *Store) pull(ctx context.Context, r name.Reference, auth *Auth) (Image, 
 			if err != nil {
 				return nil, classify(err)
 			}
-			return io.NopCloser(bytesReader(raw)), nil
+			return io.NopCloser(bytes.NewReader(raw)), nil
 		}
 		l, err := img.LayerByDigest(h)
 		if err != nil {

@@ -109,7 +109,7 @@ func (s *Store) cleanTmp() {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		pid, _, _ := strings.Cut(e.Name(), "-")
-		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == nil {
+		if n, err := strconv.Atoi(pid); err == nil && !errors.Is(unix.Kill(n, 0), unix.ESRCH) {
 			continue // a live process's (maybe this one's) work
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {

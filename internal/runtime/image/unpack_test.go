@@ -201,3 +201,21 @@ func tarOf(t testing.TB, hdrs ...*tar.Header) []byte {
 	tw.Close()
 	return buf.Bytes()
 }
+
+// A docker-archive naming a device node as a layer must not read it
+// (here /dev/zero's 1:5, which would never end).
+func TestImportRefusesDeviceBlob(t *testing.T) {
+	s := newStore(t)
+	manifest := `[{"Config":"c.json","RepoTags":["dev:1"],"Layers":["zero"]}]`
+	data := tarOf(t,
+		&tar.Header{Name: "c.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2},
+		&tar.Header{Name: "zero", Typeflag: tar.TypeChar, Mode: 0o644, Devmajor: 1, Devminor: 5},
+		&tar.Header{Name: "manifest.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(manifest))},
+	)
+	// tarOf fills bodies with 'a'; write the real manifest instead.
+	data = bytes.Replace(data, bytes.Repeat([]byte("a"), len(manifest)), []byte(manifest), 1)
+	_, err := s.Import(context.Background(), bytes.NewReader(data))
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("import naming a device as a layer: %v", err)
+	}
+}
