@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rudder-dev/rudder/internal/runtime/image"
+)
+
+// imagesCommand is `rudder images`: the node's image store, offline (no
+// registry needed), sharing <data-dir>/agent/images with a running agent.
+func imagesCommand() *cobra.Command {
+	var dataDir string
+	open := func() (*image.Store, error) {
+		return image.Open(image.Config{Root: filepath.Join(dataDir, "agent", "images")})
+	}
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Manage the node's container images (import, ls, rm, export)",
+		Long: `Manage the container images of this node's runtime. The store is shared with
+a running agent, so an imported image is at once usable by pods (with
+imagePullPolicy: IfNotPresent or Never):
+
+  docker save busybox:1.36 -o bb.tar      # on a machine with docker
+  rudder images import bb.tar
+  rudder images ls
+  rudder images export -o out.tar busybox:1.36
+  rudder images rm busybox:1.36
+
+import reads docker-archive (docker save) and OCI-layout tarballs, plain or
+gzip-compressed; "-" reads standard input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "/var/lib/rudder", "rudder's data directory; images live in <data-dir>/agent/images")
+
+	importCmd := &cobra.Command{
+		Use:   "import FILE...",
+		Short: "Import docker-archive or OCI-layout tarballs",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			for _, a := range args {
+				imgs, err := importPath(cmd.Context(), s, a, cmd.InOrStdin())
+				if err != nil {
+					return fmt.Errorf("%s: %w", a, err)
+				}
+				for _, img := range imgs {
+					names := strings.Join(append(img.RepoTags, img.RepoDigests...), " ")
+					if names == "" {
+						names = "<none>"
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "imported %s %s\n", shortID(img.ID), names)
+				}
+			}
+			return nil
+		},
+	}
+	lsCmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List images",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			return printImages(cmd.OutOrStdout(), s.List())
+		},
+	}
+	rmCmd := &cobra.Command{
+		Use:   "rm REF...",
+		Short: "Remove images (a tag, or by ID the image with all its names)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, a := range args {
+				if err := s.Remove(a); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", a)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	var out string
+	exportCmd := &cobra.Command{
+		Use:   "export -o FILE REF...",
+		Short: "Write images as one docker-archive tarball",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			if out == "-" {
+				return s.Export(cmd.Context(), cmd.OutOrStdout(), args...)
+			}
+			return exportFile(cmd.Context(), s, out, args)
+		},
+	}
+	exportCmd.Flags().StringVarP(&out, "output", "o", "", `file to write ("-" for standard output)`)
+	_ = exportCmd.MarkFlagRequired("output")
+	cmd.AddCommand(importCmd, lsCmd, rmCmd, exportCmd)
+	return cmd
+}
+
+func importPath(ctx context.Context, s *image.Store, path string, stdin io.Reader) ([]image.Image, error) {
+	if path == "-" {
+		return s.Import(ctx, stdin)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return s.Import(ctx, f)
+}
+
+// exportFile writes beside path and renames, so a failed export leaves
+// no partial file.
+func exportFile(ctx context.Context, s *image.Store, path string, refs []string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := s.Export(ctx, tmp, refs...); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// printImages writes the table crictl images prints: one row per tag.
+func printImages(w io.Writer, imgs []image.Image) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "IMAGE\tTAG\tIMAGE ID\tSIZE")
+	for _, img := range imgs {
+		size := humanSize(img.Size)
+		if len(img.RepoTags) == 0 {
+			repo := "<none>"
+			if len(img.RepoDigests) > 0 {
+				repo, _, _ = strings.Cut(img.RepoDigests[0], "@")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", repo, "<none>", shortID(img.ID), size)
+			continue
+		}
+		for _, t := range img.RepoTags {
+			i := strings.LastIndex(t, ":")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t[:i], t[i+1:], shortID(img.ID), size)
+		}
+	}
+	return tw.Flush()
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 13 {
+		id = id[:13]
+	}
+	return id
+}
+
+// humanSize prints decimal units with three significant digits, as
+// crictl does ("4.26MB").
+func humanSize(n uint64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB"}
+	f := float64(n)
+	i := 0
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.3g%s", f, units[i])
+}
