@@ -225,11 +225,12 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	if st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return nil, grpcError(fmt.Errorf("container %s is %s, not created: %w", st.ID, stateName(st.State), errPrecondition))
 	}
+	started := time.Now().UnixNano() // before: the process may exit at once
 	if err := r.runc.start(ctx, st.ID); err != nil {
 		return nil, grpcError(fmt.Errorf("start container %s: %w", st.ID, err))
 	}
 	st.State = runtimeapi.ContainerState_CONTAINER_RUNNING
-	st.StartedAt = time.Now().UnixNano()
+	st.StartedAt = started
 	if err := r.update(c, st); err != nil {
 		return nil, grpcError(err)
 	}
