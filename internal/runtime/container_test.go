@@ -227,6 +227,14 @@ func TestSecurityAndNamespaces(t *testing.T) {
 		if !strings.Contains(got, "rc=1") {
 			t.Errorf("unshare under RuntimeDefault: %q", got)
 		}
+		// The control: the same call passes without the profile.
+		got = run("unconfined", func(c *runtimeapi.ContainerConfig) {
+			c.Linux.SecurityContext.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+			c.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN"}}
+		}, "unshare -U true 2>&1; echo rc=$?")
+		if !strings.Contains(got, "rc=0") {
+			t.Errorf("unshare unconfined: %q", got)
+		}
 	})
 	t.Run("readonly rootfs and masked paths", func(t *testing.T) {
 		got := run("ro", func(c *runtimeapi.ContainerConfig) {
@@ -251,7 +259,7 @@ func TestSecurityAndNamespaces(t *testing.T) {
 		if len(bl) != 3 || bl[0] != "shared" || al[0] != bl[1] || al[1] != bl[2] {
 			t.Errorf("a=%q b=%q", a, b)
 		}
-		host, _ := os.Readlink("/proc/self/ns/net")
+		host, _ := os.Readlink("/proc/thread-self/ns/net")
 		if al[0] == host {
 			t.Errorf("the pod shares the host's network namespace %s", host)
 		}

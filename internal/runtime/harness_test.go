@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rudder-dev/rudder/internal/runtime/image"
 )
 
 // TestMain lets the test binary be the monitor, as rudder is in
@@ -42,7 +44,8 @@ type env struct {
 	run     string
 	logs    string
 	cgroup  string
-	images  *dirImages
+	images  *image.Store
+	imgRoot string
 	rt      *Runtime
 	sock    string
 	stop    context.CancelFunc
@@ -54,13 +57,14 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	requireRoot(t)
-	e := &env{t: t, images: newDirImages(t)}
+	e := &env{t: t}
 	var err error
-	for _, p := range []*string{&e.root, &e.run, &e.logs} {
+	for _, p := range []*string{&e.root, &e.run, &e.logs, &e.imgRoot} {
 		if *p, err = os.MkdirTemp("", "rt"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	e.images = newImageStore(t, e.imgRoot)
 	e.cgroup = "rudder-test-" + newID()[:8]
 	t.Cleanup(e.cleanup)
 	e.start()
@@ -127,7 +131,7 @@ func (e *env) cleanup() {
 	}
 	e.shutdown()
 	e.rt.host.removeCgroupTree(e.cgroup)
-	for _, d := range []string{e.root, e.run, e.logs} {
+	for _, d := range []string{e.root, e.run, e.logs, e.imgRoot} {
 		os.RemoveAll(d)
 	}
 }
@@ -227,7 +231,7 @@ func (e *env) leftovers() []string {
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(mi), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 && (strings.HasPrefix(f[4], e.run) || strings.HasPrefix(f[4], e.root) || strings.HasPrefix(f[4], e.images.work)) {
+		if len(f) > 4 && (strings.HasPrefix(f[4], e.run) || strings.HasPrefix(f[4], e.root) || strings.HasPrefix(f[4], e.imgRoot)) {
 			out = append(out, "mount "+f[4])
 		}
 	}
@@ -252,7 +256,7 @@ func (e *env) leftovers() []string {
 	for _, en := range ents {
 		out = append(out, "runc "+en.Name())
 	}
-	ents, _ = os.ReadDir(e.images.work)
+	ents, _ = os.ReadDir(filepath.Join(e.imgRoot, "rootfs"))
 	for _, en := range ents {
 		out = append(out, "rootfs "+en.Name())
 	}

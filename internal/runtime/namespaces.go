@@ -29,12 +29,26 @@ func createNamespaces(dir string, req nsRequest) (map[string]string, error) {
 		files map[string]string
 		err   error
 	}
+	wait := make(chan struct{})
 	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // never unlocked after unshare: the thread dies with the goroutine
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread is parked, not killed, when its locked
+			// goroutine exits: it would keep the namespaces alive (and
+			// /proc/self would show them). Hold it while another
+			// goroutine, on another thread, does the work.
+			go run()
+			<-wait
+			runtime.UnlockOSThread()
+			return
+		}
 		files, err := unshareAndPin(dir, req)
 		done <- result{files, err}
-	}()
+		close(wait)
+	}
+	go run()
 	res := <-done
 	if res.err != nil {
 		for _, f := range res.files {
