@@ -73,3 +73,12 @@ func newImageStore(t testing.TB, dir string) *image.Store {
 	}
 	return s
 }
+
+// imageRegistry serves the test image on a loopback registry as
+// tools/busybox:1 and returns its host:port.
+func imageRegistry(t testing.TB) string {
+	busyboxArchive(t)
+	host := imagetest.Registry(t)
+	imagetest.Push(t, host, "tools/busybox:1", testImage.img)
+	return host
+}
