@@ -213,7 +213,8 @@ func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runti
 	if err != nil {
 		return nil, err
 	}
-	return s.GetExec(req)
+	resp, err := s.GetExec(req)
+	return resp, grpcError(err)
 }
 
 // Attach returns the URL where the kubelet's client attaches.
@@ -225,7 +226,8 @@ func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*r
 	if err != nil {
 		return nil, err
 	}
-	return s.GetAttach(req)
+	resp, err := s.GetAttach(req)
+	return resp, grpcError(err)
 }
 
 // PortForward returns the URL where the kubelet's client forwards ports.
@@ -237,7 +239,8 @@ func (r *Runtime) PortForward(ctx context.Context, req *runtimeapi.PortForwardRe
 	if err != nil {
 		return nil, err
 	}
-	return s.GetPortForward(req)
+	resp, err := s.GetPortForward(req)
+	return resp, grpcError(err)
 }
 
 // StreamRuntime is the runtime as the streaming server drives it.

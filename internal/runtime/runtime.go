@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rudder-dev/rudder/internal/runtime/image"
+	"github.com/rudder-dev/rudder/internal/runtime/streaming"
 )
 
 // Network gives a sandbox its pod IPs. Setup runs after the sandbox's
@@ -244,6 +245,8 @@ func grpcError(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, errPrecondition), errors.Is(err, image.ErrInUse):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, streaming.ErrTooManyRequests):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, errAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
