@@ -46,6 +46,7 @@ type env struct {
 	cgroup  string
 	images  *image.Store
 	imgRoot string
+	shim    string // ShimBinary; "" = this test binary
 	rt      *Runtime
 	sock    string
 	stop    context.CancelFunc
@@ -55,9 +56,11 @@ type env struct {
 	conn    *grpc.ClientConn
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvShim(t, "") }
+
+func newEnvShim(t testing.TB, shim string) *env {
 	requireRoot(t)
-	e := &env{t: t}
+	e := &env{t: t, shim: shim}
 	var err error
 	for _, p := range []*string{&e.root, &e.run, &e.logs, &e.imgRoot} {
 		if *p, err = os.MkdirTemp("", "rt"); err != nil {
@@ -76,7 +79,7 @@ func (e *env) start() {
 	e.t.Helper()
 	rt, err := New(Config{
 		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: e.images,
-		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second,
+		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

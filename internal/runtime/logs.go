@@ -145,6 +145,10 @@ func copyLines(r io.Reader, l *criLog, stream string, tee func([]byte)) {
 				if len(line) > 0 && line[len(line)-1] == '\r' {
 					line = line[:len(line)-1]
 				}
+				for len(line) > maxLogLine {
+					l.record(stream, true, line[:maxLogLine])
+					line = line[maxLogLine:]
+				}
 				l.record(stream, false, line)
 				pending = pending[i+1:]
 			}

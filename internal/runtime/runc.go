@@ -35,9 +35,10 @@ func (r *runc) run(ctx context.Context, args ...string) error {
 func runcMessage(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndex(s, "msg=\""); i >= 0 {
-		m := s[i+5:]
-		if uq, err := strconv.Unquote("\"" + strings.SplitN(m, "\" ", 2)[0] + "\""); err == nil {
-			return uq
+		if q, err := strconv.QuotedPrefix(s[i+4:]); err == nil {
+			if uq, err := strconv.Unquote(q); err == nil {
+				return uq
+			}
 		}
 	}
 	return s
