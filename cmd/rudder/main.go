@@ -13,9 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rudder-dev/rudder/internal/apiserver"
+	"github.com/rudder-dev/rudder/internal/runtime"
 )
 
 func main() {
+	// A container's monitor: the runtime re-executes this binary. It
+	// must not parse flags or start anything else.
+	if len(os.Args) > 1 && os.Args[1] == runtime.ShimSubcommand {
+		os.Exit(runtime.ShimMain(os.Args[2:]))
+	}
 	root := &cobra.Command{
 		Use:           "rudder",
 		Short:         "Kubernetes, from scratch, in one binary",

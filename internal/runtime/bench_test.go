@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// vmRSS reads a process's resident set in KiB.
+func vmRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkRunPod is the cost of starting a pod: RunPodSandbox +
+// CreateContainer + StartContainer of busybox `sleep 3600`, over the CRI
+// socket. It reports the monitor's RSS. RUDDER_SHIM_BINARY=path/to/rudder
+// measures the real binary as the monitor instead of the test binary.
+func BenchmarkRunPod(b *testing.B) {
+	e := newEnvShim(b, os.Getenv("RUDDER_SHIM_BINARY"))
+	ctx := e.ctx()
+	var pods []string
+	var lastCtr string
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cfg := podConfig(fmt.Sprintf("bench-%d", i))
+		sb, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pods = append(pods, sb.PodSandboxId)
+		cr, err := e.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: ctrConfig("main", "sleep", "3600"), SandboxConfig: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cr.ContainerId}); err != nil {
+			b.Fatal(err)
+		}
+		lastCtr = cr.ContainerId
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/pod")
+	if c := e.rt.containers[lastCtr]; c != nil {
+		b.ReportMetric(float64(vmRSS(c.st.ShimPid)), "shim-RSS-KiB")
+	}
+	for _, p := range pods {
+		if _, err := e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMonitorRSS logs the memory a container's monitor holds.
+func TestMonitorRSS(t *testing.T) {
+	e := newEnvShim(t, os.Getenv("RUDDER_SHIM_BINARY"))
+	pod, pcfg := e.runPod("rss")
+	id := e.createStart(pod, pcfg, ctrConfig("main", "sh", "-c", "while true; do echo line; sleep 0.01; done"))
+	waitFor(t, 10*time.Second, "some output logged", func() bool {
+		fi, err := os.Stat(e.status(id).LogPath)
+		return err == nil && fi.Size() > 2000
+	})
+	rss := vmRSS(e.rt.containers[id].st.ShimPid)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.rt.containers[id].st.ShimPid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "Rss") {
+				t.Log(l)
+			}
+		}
+	}
+	exe := e.shim
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
+	fi, _ := os.Stat(exe)
+	t.Logf("monitor VmRSS %d KiB (binary %s, %d MiB)", rss, exe, fi.Size()>>20)
+	if rss == 0 || rss > 64<<10 {
+		t.Errorf("monitor RSS %d KiB", rss)
+	}
+}

@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestLifecycle runs a pod with a busybox container through the CRI
+// socket: logs, exec, status, stop on SIGTERM, removal leaving nothing.
+func TestLifecycle(t *testing.T) {
+	e := newEnv(t)
+	ctx := e.ctx()
+	pod, pcfg := e.runPod("web")
+	id := e.createStart(pod, pcfg, ctrConfig("main", "sh", "-c", `trap 'echo got TERM; exit 0' TERM; echo hi; echo oops >&2; sleep 3600 & wait`))
+
+	logPath := filepath.Join(e.logs, "web", "main.log")
+	var log string
+	waitFor(t, 10*time.Second, "the container's log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		log = string(b)
+		return strings.Contains(log, " stdout F hi\n") && strings.Contains(log, " stderr F oops\n")
+	})
+	t.Logf("log:\n%s", log)
+	first := strings.SplitN(log, " ", 2)[0]
+	if _, err := time.Parse(time.RFC3339Nano, first); err != nil {
+		t.Errorf("log timestamp %q: %v", first, err)
+	}
+
+	st := e.status(id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 || st.LogPath != logPath {
+		t.Fatalf("status = %v started %d log %q", st.State, st.StartedAt, st.LogPath)
+	}
+	ex, err := e.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"cat", "/etc/hostname"}, Timeout: 10})
+	if err != nil {
+		t.Fatalf("ExecSync: %v", err)
+	}
+	if got := strings.TrimSpace(string(ex.Stdout)); got != "web" || ex.ExitCode != 0 {
+		t.Errorf("ExecSync cat /etc/hostname = %q, exit %d", got, ex.ExitCode)
+	}
+	ex, err = e.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sh", "-c", "hostname; echo err >&2; exit 4"}})
+	if err != nil {
+		t.Fatalf("ExecSync: %v", err)
+	}
+	if string(ex.Stdout) != "web\n" || string(ex.Stderr) != "err\n" || ex.ExitCode != 4 {
+		t.Errorf("ExecSync = %q %q %d", ex.Stdout, ex.Stderr, ex.ExitCode)
+	}
+
+	start := time.Now()
+	if _, err := e.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 20}); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %v: SIGTERM was not honoured", d)
+	}
+	st = e.status(id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("after stop: %v exit %d reason %q", st.State, st.ExitCode, st.Reason)
+	}
+	b, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(b), "stdout F got TERM") {
+		t.Errorf("log lacks the trap's output:\n%s", b)
+	}
+
+	if _, err := e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatalf("RemovePodSandbox: %v", err)
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("left on the host after RemovePodSandbox:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := e.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id}); err == nil || !strings.Contains(err.Error(), "NotFound") {
+		t.Errorf("status of a removed container: %v", err)
+	}
+}
