@@ -258,4 +258,3 @@ func wantForbidden(t *testing.T, err error, substr string) {
 		t.Errorf("got %v, want 403 containing %q", err, substr)
 	}
 }
-
