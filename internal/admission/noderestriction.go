@@ -67,8 +67,7 @@ type NodeRestriction struct {
 func (NodeRestriction) Name() string { return "NodeRestriction" }
 
 const (
-	nrUserPrefix = "system:node:"
-	nrNodesGroup = "system:nodes"
+	nrUserPrefix = auth.NodeUserNamePrefix
 	// The two signers whose CSRs carry a node's identity.
 	nrKubeletServingSigner = "kubernetes.io/kubelet-serving"
 	nrKubeletClientSigner  = "kubernetes.io/kube-apiserver-client-kubelet"
@@ -103,10 +102,9 @@ var (
 // system:nodes. isNode is false for every other user; a node user with an
 // empty name is a node whose name is unknown.
 func NodeIdentity(u *auth.User) (name string, isNode bool) {
-	if u == nil || !strings.HasPrefix(u.Name, nrUserPrefix) || !slices.Contains(u.Groups, nrNodesGroup) {
-		return "", false
-	}
-	return strings.TrimPrefix(u.Name, nrUserPrefix), true
+	// One definition for the Node authorizer and this plugin: they must
+	// agree on who is a node.
+	return auth.NodeIdentity(u)
 }
 
 // Admit implements Mutator: creates and updates.
@@ -440,7 +438,7 @@ func nrPVCStatus(nodeName string, a *Attributes) error {
 	}
 	old, pvc = nrPVCComparable(old), nrPVCComparable(pvc)
 	if !apiequality.Semantic.DeepEqual(old, pvc) {
-		return forbiddenFor(a, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions: %v", nodeName, cmp.Diff(old, pvc)))
+		return forbiddenFor(a, fmt.Errorf("node %q is not allowed to update fields other than status.capacity and status.conditions: %v", nodeName, cmp.Diff(old, pvc)))
 	}
 	return nil
 }

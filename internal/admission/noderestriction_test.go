@@ -206,6 +206,9 @@ func TestNodeRestriction(t *testing.T) {
 		{name: "evicting a pod that is gone", attrs: Attributes{Operation: Create, Resource: testPodsGVR, Subresource: "eviction", Namespace: "ns", Name: "gone", User: n1,
 			Object: &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: "ns"}}},
 			err: `pods "gone" not found`},
+		{name: "resizing a pod", attrs: Attributes{Operation: Update, Resource: testPodsGVR, Subresource: "resize", Namespace: "ns", Name: "mine", User: n1,
+			Object: nrTestPod("mine", "n1"), OldObject: nrTestPod("mine", "n1")},
+			err: `pods "mine" is forbidden: unexpected pod subresource "resize", only 'status' and 'eviction' are allowed`},
 		{name: "exec into a pod", attrs: Attributes{Operation: Connect, Resource: testPodsGVR, Subresource: "exec", Namespace: "ns", Name: "mine", User: n1}},
 
 		// Claims.
@@ -213,7 +216,7 @@ func TestNodeRestriction(t *testing.T) {
 			Object: pvcGrown, OldObject: pvc}},
 		{name: "claim labels through status", attrs: Attributes{Operation: Update, Resource: testPVCsGVR, Subresource: "status", Namespace: "ns", Name: "data", User: n1,
 			Object: pvcRelabelled, OldObject: pvc},
-			err: `persistentvolumeclaims "data" is forbidden: node "n1" is not allowed to update fields other than status.quantity and status.conditions: `},
+			err: `persistentvolumeclaims "data" is forbidden: node "n1" is not allowed to update fields other than status.capacity and status.conditions: `},
 		{name: "claim spec", attrs: Attributes{Operation: Update, Resource: testPVCsGVR, Namespace: "ns", Name: "data", User: n1, Object: pvc, OldObject: pvc},
 			err: `persistentvolumeclaims "data" is forbidden: may only update PVC status`},
 
@@ -236,6 +239,14 @@ func TestNodeRestriction(t *testing.T) {
 		// Leases and CSINodes.
 		{name: "its own lease", attrs: Attributes{Operation: Create, Resource: nrTestLeasesGVR, Namespace: "kube-node-lease", User: n1,
 			Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease"}}}},
+		{name: "renewing its own lease", attrs: Attributes{Operation: Update, Resource: nrTestLeasesGVR, Namespace: "kube-node-lease", Name: "n1", User: n1,
+			Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease"}}}},
+		{name: "deleting its own lease", attrs: Attributes{Operation: Delete, Resource: nrTestLeasesGVR, Namespace: "kube-node-lease", Name: "n1", User: n1}},
+		{name: "creating another node's lease", attrs: Attributes{Operation: Create, Resource: nrTestLeasesGVR, Namespace: "kube-node-lease", User: n1,
+			Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n2", Namespace: "kube-node-lease"}}},
+			err: `leases.coordination.k8s.io "n2" is forbidden: can only access node lease with the same name as the requesting node`},
+		{name: "its own CSINode", attrs: Attributes{Operation: Create, Resource: nrTestCSINodesGVR, User: n1,
+			Object: &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}},
 		{name: "another node's lease", attrs: Attributes{Operation: Update, Resource: nrTestLeasesGVR, Namespace: "kube-node-lease", Name: "n2", User: n1,
 			Object: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n2", Namespace: "kube-node-lease"}}},
 			err: `leases.coordination.k8s.io "n2" is forbidden: can only access node lease with the same name as the requesting node`},

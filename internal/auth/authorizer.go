@@ -13,12 +13,23 @@ type AuthorizerFunc func(a Attributes) (Decision, string, error)
 
 func (f AuthorizerFunc) Authorize(a Attributes) (Decision, string, error) { return f(a) }
 
-// NewDefaultAuthorizer is the authorization chain rudder runs: members of
-// system:masters are allowed everything, then RBAC decides. It is the one
-// place the chain is put together; the Node authorizer will join it here.
+// NewDefaultAuthorizer is the authorization chain with no node relations:
+// NewNodeRBACAuthorizer(src, nil). Nodes keep their fixed rules but reach
+// secrets and the like only through RBAC; for evaluators that have no
+// view of pods, such as the CSR approver's.
 func NewDefaultAuthorizer(src RBACSource) Authorizer {
+	return NewNodeRBACAuthorizer(src, nil)
+}
+
+// NewNodeRBACAuthorizer is the authorization chain rudder runs, upstream's
+// --authorization-mode=Node,RBAC behind the system:masters short cut:
+// members of system:masters are allowed everything, then the Node
+// authorizer decides for kubelets (system:node:<name>) over nodes, then
+// RBAC. It is the one place the chain is put together.
+func NewNodeRBACAuthorizer(src RBACSource, nodes NodeRelations) Authorizer {
 	return NewUnionAuthorizer(
 		NewPrivilegedGroupsAuthorizer(SystemPrivilegedGroup),
+		NewNodeAuthorizer(nodes),
 		NewRBACAuthorizer(src),
 	)
 }

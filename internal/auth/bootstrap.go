@@ -141,6 +141,31 @@ var bootstrapRoles = []roleSpec{
 	{name: "system:service-account-issuer-discovery", rules: []ruleRow{
 		{verbs: getOnly, urls: "/.well-known/openid-configuration /openid/v1/jwks"},
 	}},
+	// What every kubelet may do, as the Node authorizer grants it (upstream
+	// keeps the role, bound to nobody, for clusters without that mode).
+	{name: "system:node", rules: nodeRules},
+	// Joining nodes (bootstrap tokens) ask for their client certificate
+	// and watch for it to be issued.
+	{name: "system:node-bootstrapper", rules: []ruleRow{
+		{verbs: []string{"create", "get", "list", "watch"}, group: "certificates.k8s.io", resources: "certificatesigningrequests"},
+	}},
+	// The CSR approver's checks: whoever may create these pseudo
+	// subresources has kubelet client certificates approved, for any node
+	// (nodeclient) or for the node it already is (selfnodeclient).
+	{name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient", rules: []ruleRow{
+		{verbs: create, group: "certificates.k8s.io", resources: "certificatesigningrequests/nodeclient"},
+	}},
+	{name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", rules: []ruleRow{
+		{verbs: create, group: "certificates.k8s.io", resources: "certificatesigningrequests/selfnodeclient"},
+	}},
+	// The service proxy of a node, when it runs as system:kube-proxy.
+	{name: "system:node-proxier", rules: []ruleRow{
+		{verbs: []string{"list", "watch"}, group: "", resources: "services endpoints"},
+		{verbs: read, group: "", resources: "nodes"},
+		{verbs: []string{"create", "update", "patch"}, group: "", resources: "events"},
+		{verbs: []string{"create", "update", "patch"}, group: "events.k8s.io", resources: "events"},
+		{verbs: []string{"list", "watch"}, group: "discovery.k8s.io", resources: "endpointslices"},
+	}},
 }
 
 // bootstrapBindings bind the roles above to the groups every request is
@@ -151,14 +176,23 @@ var bootstrapBindings = []struct {
 	role   string
 	groups []string
 	users  []string
+	// name, when set, differs from the role's (kubeadm's bindings).
+	name string
 }{
-	{"cluster-admin", []string{SystemPrivilegedGroup}, nil},
-	{"system:basic-user", []string{AllAuthenticated}, nil},
-	{"system:discovery", []string{AllAuthenticated}, nil},
-	{"system:public-info-viewer", []string{AllAuthenticated, AllUnauthenticated}, nil},
-	{"system:service-account-issuer-discovery", []string{AllServiceAccountsGroup}, nil},
+	{"cluster-admin", []string{SystemPrivilegedGroup}, nil, ""},
+	{"system:basic-user", []string{AllAuthenticated}, nil, ""},
+	{"system:discovery", []string{AllAuthenticated}, nil, ""},
+	{"system:public-info-viewer", []string{AllAuthenticated, AllUnauthenticated}, nil, ""},
+	{"system:service-account-issuer-discovery", []string{AllServiceAccountsGroup}, nil, ""},
 	// The API server's client certificate to kubelets (pki.KubeletClientCommonName).
-	{"system:kubelet-api-admin", nil, []string{"kube-apiserver-kubelet-client"}},
+	{"system:kubelet-api-admin", nil, []string{"kube-apiserver-kubelet-client"}, ""},
+	{"system:node-proxier", nil, []string{"system:kube-proxy"}, ""},
+	// TLS bootstrapping, as kubeadm sets it up: a bootstrap token may ask
+	// for a kubelet client certificate, which is then approved; a node
+	// may renew its own.
+	{"system:node-bootstrapper", []string{BootstrappersGroup}, nil, "rudder:kubelet-bootstrap"},
+	{"system:certificates.k8s.io:certificatesigningrequests:nodeclient", []string{BootstrappersGroup}, nil, "rudder:node-autoapprove-bootstrap"},
+	{"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", []string{NodesGroup}, nil, "rudder:node-autoapprove-certificate-rotation"},
 }
 
 // BootstrapClusterRoles returns the cluster roles rudder creates on first
@@ -211,9 +245,13 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	out := make([]*rbacv1.ClusterRoleBinding, 0, len(bootstrapBindings))
 	for _, b := range bootstrapBindings {
+		name := b.name
+		if name == "" {
+			name = b.role
+		}
 		crb := &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: bootstrapMeta(b.role, nil),
+			ObjectMeta: bootstrapMeta(name, nil),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
 		}
 		for _, g := range b.groups {

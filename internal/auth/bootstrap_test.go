@@ -181,13 +181,18 @@ func TestBootstrapObjects(t *testing.T) {
 		tests := []struct {
 			name   string
 			groups []string
+			role   string // when not the binding's name
 		}{
-			{"cluster-admin", []string{"system:masters"}},
-			{"system:basic-user", []string{"system:authenticated"}},
-			{"system:discovery", []string{"system:authenticated"}},
-			{"system:public-info-viewer", []string{"system:authenticated", "system:unauthenticated"}},
-			{"system:service-account-issuer-discovery", []string{"system:serviceaccounts"}},
-			{"system:kubelet-api-admin", []string{"User:kube-apiserver-kubelet-client"}},
+			{"cluster-admin", []string{"system:masters"}, ""},
+			{"system:basic-user", []string{"system:authenticated"}, ""},
+			{"system:discovery", []string{"system:authenticated"}, ""},
+			{"system:public-info-viewer", []string{"system:authenticated", "system:unauthenticated"}, ""},
+			{"system:service-account-issuer-discovery", []string{"system:serviceaccounts"}, ""},
+			{"system:kubelet-api-admin", []string{"User:kube-apiserver-kubelet-client"}, ""},
+			{"system:node-proxier", []string{"User:system:kube-proxy"}, ""},
+			{"rudder:kubelet-bootstrap", []string{"system:bootstrappers"}, "system:node-bootstrapper"},
+			{"rudder:node-autoapprove-bootstrap", []string{"system:bootstrappers"}, "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
+			{"rudder:node-autoapprove-certificate-rotation", []string{"system:nodes"}, "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"},
 		}
 		if len(bindings) != len(tests) {
 			t.Errorf("got %d bindings, want %d", len(bindings), len(tests))
@@ -198,7 +203,11 @@ func TestBootstrapObjects(t *testing.T) {
 				t.Errorf("missing binding %s", tc.name)
 				continue
 			}
-			if b.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tc.name}) {
+			role := tc.role
+			if role == "" {
+				role = tc.name
+			}
+			if b.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}) {
 				t.Errorf("%s: roleRef %+v", tc.name, b.RoleRef)
 			}
 			var got []string

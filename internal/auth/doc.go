@@ -33,12 +33,23 @@
 // same Authorizer as everything else, so RBAC rules grant impersonation.
 // From then on the request is the impersonated user's.
 //
-// Authorization answers "may this user do this". NewDefaultAuthorizer is
-// the chain: members of system:masters may do anything (so a broken RBAC
-// setup can always be repaired), then RBACAuthorizer evaluates
-// ClusterRoleBindings and the namespace's RoleBindings. An authorizer that
-// does not allow says DecisionNoOpinion and the next one is asked; a
-// request nobody allows is a 403.
+// Authorization answers "may this user do this". NewNodeRBACAuthorizer is
+// the chain (upstream's --authorization-mode=Node,RBAC): members of
+// system:masters may do anything (so a broken RBAC setup can always be
+// repaired), then the NodeAuthorizer decides for kubelets
+// (system:node:<name> in system:nodes) — the secrets, config maps,
+// claims, volumes and service-account tokens of the pods bound to that
+// node, from a NodeGraph the server keeps by watching pods, plus the
+// fixed NodeRules — then RBACAuthorizer evaluates ClusterRoleBindings
+// and the namespace's RoleBindings. An authorizer that does not allow
+// says DecisionNoOpinion and the next one is asked; a request nobody
+// allows is a 403.
+//
+// Nodes join with bootstrap tokens ("<id>.<secret>", a Secret of type
+// bootstrap.kubernetes.io/token in kube-system): the
+// BootstrapTokenAuthenticator makes their holder system:bootstrap:<id>
+// in system:bootstrappers, which the bootstrap policy lets ask for a
+// kubelet client certificate and have it approved.
 //
 // # Usage (in the API server)
 //
@@ -49,7 +60,7 @@
 //		},
 //		Anonymous: anonymousAuth,
 //	})
-//	authz := auth.NewDefaultAuthorizer(rbacSource)
+//	authz := auth.NewNodeRBACAuthorizer(rbacSource, nodeGraph) // graph fed by pod, PVC and VolumeAttachment reflectors
 //
 //	// per request
 //	user, ok, err := authn.AuthenticateRequest(r)

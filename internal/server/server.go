@@ -96,7 +96,8 @@ type Config struct {
 	// admission plugins as kube-apiserver's flags of those names do:
 	// upstream's default set runs unless disabled, others run when
 	// enabled, and all run in upstream's order whatever the order here
-	// (admission.EnabledPlugins).
+	// (admission.EnabledPlugins). NodeRestriction is on unless disabled,
+	// as in every cluster that authorizes nodes (Node,RBAC).
 	//
 	// Three default plugins prepare objects for a controller and are
 	// left out while Controllers switches that controller off, unless
@@ -248,12 +249,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Joining nodes' bootstrap tokens, read from the Secrets the API
+	// serves (kube-system/bootstrap-token-<id>, from the watch cache).
+	bootstrapTokens := auth.AudienceAgnostic(apiAudiences, auth.NewBootstrapTokenAuthenticator(api.ServiceAccountObjects(), nil))
+	tokens = append(tokens, bootstrapTokens, saAuth)
 	api.SetAuthenticator(auth.NewAuthenticator(auth.AuthenticatorConfig{
-		Authenticators: []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{}), auth.NewBearerAuthenticator(append(tokens, saAuth)...)},
+		Authenticators: []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{}), auth.NewBearerAuthenticator(tokens...)},
 		Anonymous:      cfg.AnonymousAuth,
 	}))
 	rbacSource := api.RBACSource()
-	authz := auth.NewDefaultAuthorizer(rbacSource)
+	// Node,RBAC: the graph of what each node's pods reference is filled
+	// by reflectors once the API serves (startNodeGraph).
+	nodeGraph := auth.NewNodeGraph()
+	authz := auth.NewNodeRBACAuthorizer(rbacSource, nodeGraph)
 	api.SetAuthorization(authz, func(r *http.Request, u *auth.User) (*auth.User, error) {
 		out, err := auth.Impersonate(u, r.Header, authz)
 		if err == nil {
@@ -340,6 +348,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	api.MarkReady()
 	ok = true
 	slog.Info("API server ready", "url", s.URL, "kubeconfig", s.Kubeconfig)
+	if err := s.startNodeGraph(ctx, nodeGraph); err != nil {
+		cancel()
+		s.shutdown()
+		return nil, fmt.Errorf("node authorizer: %w", err)
+	}
 	if !cfg.DisableScheduler {
 		if err := s.startScheduler(ctx, cfg, port); err != nil {
 			cancel()
@@ -378,14 +391,24 @@ var admissionPartners = []struct{ plugin, controller string }{
 // plugins whose partner controller does not run in-process unless they
 // are enabled by name.
 func admissionPluginNames(cfg Config) ([]string, error) {
+	enable := slices.Clone(cfg.EnableAdmissionPlugins)
+	// Upstream's kube-apiserver leaves NodeRestriction off, and every
+	// cluster that authorizes nodes (kubeadm, k3s, the managed ones)
+	// turns it on: without it a kubelet could rewrite any Node or pod
+	// status. rudder authorizes nodes always, so it is on unless disabled.
+	if !slices.Contains(cfg.DisableAdmissionPlugins, nodeRestriction) && !slices.Contains(enable, nodeRestriction) {
+		enable = append(enable, nodeRestriction)
+	}
 	disable := slices.Clone(cfg.DisableAdmissionPlugins)
 	for _, p := range admissionPartners {
 		if !slices.Contains(cfg.EnableAdmissionPlugins, p.plugin) && !controller.Enabled(p.controller, cfg.Controllers, false) {
 			disable = append(disable, p.plugin)
 		}
 	}
-	return admission.EnabledPlugins(cfg.EnableAdmissionPlugins, disable)
+	return admission.EnabledPlugins(enable, disable)
 }
+
+const nodeRestriction = "NodeRestriction"
 
 // shutdown stops accepting requests, gives running ones a moment, ends
 // watches, then stops etcd so its files are closed cleanly.

@@ -1,0 +1,39 @@
+// Package nodeidentity gives a joining node its credentials: TLS
+// bootstrapping, as the kubelet does it upstream.
+//
+// A node that joins a cluster holds only a bootstrap token ("<id>.<secret>",
+// from `rudder token create`) and the cluster's CA certificate. Bootstrap
+// trades them for a client certificate of its own:
+//
+//	node                                      API server / controllers
+//	 │ ECDSA P-256 key, kept in dir
+//	 │ CertificateSigningRequest ──────────►  authenticated as system:bootstrap:<id>
+//	 │   signer kubernetes.io/kube-apiserver-client-kubelet
+//	 │   CN system:node:<name>, O system:nodes
+//	 │                                        csrapproving: the requester may create
+//	 │                                          certificatesigningrequests/nodeclient → Approved
+//	 │ watch the CSR  ◄──────────────────────  csrsigning: status.certificate
+//	 │ write key, cert, CA, kubelet.kubeconfig (0600)
+//	 ▼
+//	the kubelet runs as system:node:<name>: the Node authorizer and
+//	NodeRestriction confine it to its own Node, Lease and pods.
+//
+// The token is used for nothing else and is not written anywhere. A node
+// restarted with its certificate still valid reuses it without asking
+// again; a bootstrap interrupted after the CSR was created resumes it,
+// because the key is written first and the CSR is named after the key.
+//
+// # Usage (in the agent)
+//
+//	kubeconfig, err := nodeidentity.Bootstrap(ctx, "https://10.0.0.1:6443", caPEM, token, nodeName, "/var/lib/rudder/agent")
+//	// kubeconfig = /var/lib/rudder/agent/kubelet.kubeconfig, for clientcmd
+//
+// Bootstrap waits until the certificate is issued or ctx ends: give it a
+// deadline. It trusts the server only through caPEM. kubeadm can instead
+// discover the CA from the kube-public/cluster-info ConfigMap, checking
+// its JWS signature made with the token; rudder has no bootstrap signer
+// to sign that ConfigMap yet, so the CA is required.
+//
+// This package is a leaf: it imports client-go and the API types only,
+// and talks to the cluster through the API like any other client.
+package nodeidentity
