@@ -2,10 +2,100 @@ package agent
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rudder-dev/rudder/internal/runtime"
+	"github.com/rudder-dev/rudder/internal/runtime/image"
+	"github.com/rudder-dev/rudder/internal/runtime/streaming"
 )
 
-// startComponents starts the runtime and the kubelet.
+// runDir is where the runtime keeps what dies with the machine (namespace
+// files, bundles, monitor sockets): /run/rudder/<hash of the agent dir>,
+// short because unix socket paths below it must fit in 108 bytes, and
+// one per agent so several agents on one machine keep apart.
+func runDir(cfg Config) string {
+	abs, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		abs = cfg.Dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join("/run/rudder", hex.EncodeToString(sum[:6]))
+}
+
+// startRuntime starts rudder's CRI runtime on cfg.RuntimeSocket, with its
+// streaming server (exec, attach, port-forward) on loopback: the kubelet
+// proxies those requests to it.
+func (a *Agent) startRuntime(ctx context.Context) error {
+	cfg := a.cfg
+	images, err := image.Open(image.Config{Root: ImagesDir(cfg)})
+	if err != nil {
+		return fmt.Errorf("images: %w", err)
+	}
+	rt, err := runtime.New(runtime.Config{
+		Root:         RuntimeDir(cfg),
+		RunDir:       runDir(cfg),
+		LogRoot:      cfg.PodLogsDir,
+		Images:       images,
+		OCIRuntime:   a.host.OCIRuntime,
+		CgroupParent: a.host.KubepodsRoot(),
+	})
+	if err != nil {
+		return err
+	}
+	stream, err := streaming.New(streaming.Config{Addr: "127.0.0.1:0", Runtime: rt.StreamRuntime()})
+	if err != nil {
+		return err
+	}
+	if err := stream.Start(ctx); err != nil {
+		return fmt.Errorf("streaming server: %w", err)
+	}
+	rt.SetStreaming(stream)
+	a.run("runtime", func() error { return rt.Serve(ctx, cfg.RuntimeSocket) })
+	return waitSocket(ctx, cfg.RuntimeSocket)
+}
+
+// waitSocket waits until the runtime's socket exists.
+func waitSocket(ctx context.Context, path string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("runtime: socket %s did not appear", path)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// startComponents starts the runtime (unless another is named) and the
+// kubelet.
 func (a *Agent) startComponents(ctx context.Context) error {
-	return errors.New("agent: the runtime and kubelet are not wired yet")
+	if a.cfg.RuntimeEndpoint == "" {
+		if err := a.startRuntime(ctx); err != nil {
+			return err
+		}
+	}
+	return a.startKubelet(ctx)
+}
+
+// runtimeEndpoint is the CRI endpoint the kubelet uses.
+func (a *Agent) runtimeEndpoint() string {
+	if a.cfg.RuntimeEndpoint != "" {
+		return a.cfg.RuntimeEndpoint
+	}
+	return "unix://" + a.cfg.RuntimeSocket
+}
+
+func (a *Agent) startKubelet(ctx context.Context) error {
+	return fmt.Errorf("agent: the kubelet is not wired yet (runtime at %s)", a.runtimeEndpoint())
 }
