@@ -314,7 +314,7 @@ func (s *Store) ingest(ctx context.Context, manifestRaw, configRaw []byte, open 
 		// A new image counts as just used, or image GC would see it as
 		// unused since forever.
 		LastUsed: s.now().UTC(),
-		Platform:     platformSpec{OS: cf.OS, Architecture: cf.Architecture},
+		Platform: platformSpec{OS: cf.OS, Architecture: cf.Architecture},
 	}
 	for i, d := range m.Layers {
 		l := layerRef{Digest: d.Digest.String(), DiffID: cf.RootFS.DiffIDs[i].String(), Size: d.Size, MediaType: string(d.MediaType)}
