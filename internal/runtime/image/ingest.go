@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -34,6 +35,9 @@ type opener func(ctx context.Context, digest string) (io.ReadCloser, error)
 // pending is one Pull or Import between fetching and its commit: the
 // images to record and what it created, to delete if it fails.
 type pending struct {
+	// mu guards newBlobs and newLayers while layers are fetched in
+	// parallel; commit and discard run after the fetches.
+	mu        sync.Mutex
 	images    []pendingImage
 	newBlobs  []string           // digests this operation moved into blobs/
 	newLayers map[string]*unpack // diffID → unpacked into a temp dir
@@ -111,7 +115,9 @@ func (s *Store) writeBlob(ctx context.Context, digest string, r io.Reader, op *p
 	if err := os.Rename(tmp.Name(), s.blobPath(digest)); err != nil {
 		return fmt.Errorf("blob %s: %w", digest, err)
 	}
+	op.mu.Lock()
 	op.newBlobs = append(op.newBlobs, digest)
+	op.mu.Unlock()
 	return nil
 }
 
@@ -128,12 +134,21 @@ func (s *Store) ensureLayer(ctx context.Context, l layerRef, open opener, op *pe
 	if err != nil {
 		return err
 	}
-	if ix.Layers[l.DiffID] != nil || op.newLayers[l.DiffID] != nil {
+	op.mu.Lock()
+	have := ix.Layers[l.DiffID] != nil || op.newLayers[l.DiffID] != nil
+	op.mu.Unlock()
+	if have {
 		return nil
 	}
 	u, err := s.unpackBlob(ctx, l)
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", l.Digest, err)
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.newLayers[l.DiffID] != nil { // unpacked twice at once
+		os.RemoveAll(u.dir)
+		return nil
 	}
 	op.newLayers[l.DiffID] = u
 	return nil
@@ -314,19 +329,58 @@ func (s *Store) ingest(ctx context.Context, manifestRaw, configRaw []byte, open 
 		// A new image counts as just used, or image GC would see it as
 		// unused since forever.
 		LastUsed: s.now().UTC(),
-		Platform:     platformSpec{OS: cf.OS, Architecture: cf.Architecture},
+		Platform: platformSpec{OS: cf.OS, Architecture: cf.Architecture},
 	}
+	rec.Layers = make([]layerRef, len(m.Layers))
 	for i, d := range m.Layers {
-		l := layerRef{Digest: d.Digest.String(), DiffID: cf.RootFS.DiffIDs[i].String(), Size: d.Size, MediaType: string(d.MediaType)}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := s.ensureLayer(ctx, l, open, op); err != nil {
-			return err
-		}
-		rec.Layers = append(rec.Layers, l)
+		rec.Layers[i] = layerRef{Digest: d.Digest.String(), DiffID: cf.RootFS.DiffIDs[i].String(), Size: d.Size, MediaType: string(d.MediaType)}
+	}
+	if err := s.ensureLayers(ctx, rec.Layers, open, op); err != nil {
+		return err
 	}
 	op.images = append(op.images, pendingImage{rec: rec, names: names})
+	return nil
+}
+
+// parallelLayers is how many layers of one image are fetched and
+// unpacked at once.
+const parallelLayers = 3
+
+// ensureLayers runs ensureLayer for each layer, a few at once; the first
+// error cancels the rest.
+func (s *Store) ensureLayers(ctx context.Context, layers []layerRef, open opener, op *pending) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, parallelLayers)
+	errs := make([]error, len(layers))
+	var wg sync.WaitGroup
+	for i, l := range layers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			if errs[i] = s.ensureLayer(ctx, l, open, op); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs { // the cause, not the cancellations it made
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

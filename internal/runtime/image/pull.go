@@ -40,6 +40,48 @@ func (s *Store) Pull(ctx context.Context, ref string, auth *Auth) (Image, error)
 			return img, nil
 		}
 	}
+	// Pulls of one reference in this process share one download.
+	key := canonical(r)
+	s.pullMu.Lock()
+	if f, ok := s.pulls[key]; ok {
+		s.pullMu.Unlock()
+		select {
+		case <-f.done:
+			if f.err == nil {
+				return f.img, nil
+			}
+			// Its error may be its credential's: try with ours.
+		case <-ctx.Done():
+			return Image{}, fmt.Errorf("pull %s: %w", ref, ctx.Err())
+		}
+		s.pullMu.Lock()
+	}
+	f := &flight{done: make(chan struct{})}
+	if s.pulls == nil {
+		s.pulls = map[string]*flight{}
+	}
+	s.pulls[key] = f
+	s.pullMu.Unlock()
+	defer func() {
+		s.pullMu.Lock()
+		if s.pulls[key] == f {
+			delete(s.pulls, key)
+		}
+		s.pullMu.Unlock()
+		close(f.done)
+	}()
+	f.img, f.err = s.pullRetrying(ctx, ref, r, auth)
+	return f.img, f.err
+}
+
+// flight is one Pull in progress, which others of the same reference wait for.
+type flight struct {
+	done chan struct{}
+	img  Image
+	err  error
+}
+
+func (s *Store) pullRetrying(ctx context.Context, ref string, r name.Reference, auth *Auth) (Image, error) {
 	for attempt := 0; ; attempt++ {
 		img, err := s.pull(ctx, r, auth)
 		if errors.Is(err, errRetry) && attempt < 3 {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -139,5 +141,44 @@ func TestDefaultInsecure(t *testing.T) {
 		if got := DefaultInsecure(host); got != want {
 			t.Errorf("DefaultInsecure(%q) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+// Concurrent pulls of one reference download its blobs once.
+func TestConcurrentPulls(t *testing.T) {
+	requireRoot(t)
+	var blobGets atomic.Int64
+	host := imagetest.RegistryWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+				blobGets.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	imagetest.Push(t, host, "busybox:1", imagetest.Busybox(t))
+	s := newStore(t)
+	var wg sync.WaitGroup
+	ids := make([]string, 5)
+	errs := make([]error, 5)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			img, err := s.Pull(context.Background(), host+"/busybox:1", nil)
+			ids[i], errs[i] = img.ID, err
+		}()
+	}
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("pull %d: %s %v", i, ids[i], errs[i])
+		}
+	}
+	if n := blobGets.Load(); n != 2 { // config + layer, once
+		t.Fatalf("5 concurrent pulls fetched %d blobs", n)
+	}
+	if n := len(s.List()); n != 1 {
+		t.Fatalf("%d images", n)
 	}
 }

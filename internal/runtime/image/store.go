@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,6 +26,9 @@ type Store struct {
 	insecure func(host string) bool
 	idx      *indexFile
 	now      func() time.Time
+
+	pullMu sync.Mutex
+	pulls  map[string]*flight // by normalised reference
 }
 
 // Open opens (creating if needed) the store under cfg.Root, removes what
