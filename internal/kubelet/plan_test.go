@@ -106,10 +106,10 @@ func TestComputePlan(t *testing.T) {
 			want:   []string{"CreateSandbox #0", "StartContainer a #0", "StartContainer b #0"},
 		},
 		{
-			name: "new pod with init containers: only the first init container",
-			pod:  withInit(testPod(corev1.RestartPolicyAlways, "a"), "i1", "i2"),
+			name:   "new pod with init containers: only the first init container",
+			pod:    withInit(testPod(corev1.RestartPolicyAlways, "a"), "i1", "i2"),
 			images: present,
-			want: []string{"CreateSandbox #0", "StartContainer i1 #0"},
+			want:   []string{"CreateSandbox #0", "StartContainer i1 #0"},
 		},
 		{
 			name: "image absent: pulled first",
@@ -117,11 +117,11 @@ func TestComputePlan(t *testing.T) {
 			want: []string{"CreateSandbox #0", "PullImage busybox", "StartContainer a #0"},
 		},
 		{
-			name: "running pod: nothing to do (a restarted kubelet adopts it)",
-			pod:  testPod(corev1.RestartPolicyAlways, "a", "b"),
-			obs:  podObserved{Sandboxes: []observedSandbox{readySandbox(0)}, Containers: []observedContainer{running("a", 0), running("b", 3)}},
+			name:   "running pod: nothing to do (a restarted kubelet adopts it)",
+			pod:    testPod(corev1.RestartPolicyAlways, "a", "b"),
+			obs:    podObserved{Sandboxes: []observedSandbox{readySandbox(0)}, Containers: []observedContainer{running("a", 0), running("b", 3)}},
 			images: present,
-			want: nil,
+			want:   nil,
 		},
 		{
 			name:   "one container missing: only it starts",
