@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -271,4 +270,3 @@ func (k *Kubelet) services(namespace string) []*corev1.Service {
 	}
 	return out
 }
-

@@ -198,4 +198,3 @@ func logContainerID(pod *corev1.Pod, container string, previous bool) (string, e
 	}
 	return id, nil
 }
-

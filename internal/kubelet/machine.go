@@ -149,4 +149,3 @@ func minOOMScoreAdj() int64 {
 	}
 	return n
 }
-

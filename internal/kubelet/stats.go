@@ -36,7 +36,7 @@ type podReference struct {
 }
 
 type podStats struct {
-	PodRef     podReference           `json:"podRef"`
+	PodRef     podReference     `json:"podRef"`
 	StartTime  metav1.Time      `json:"startTime"`
 	Containers []containerStats `json:"containers"`
 	CPU        *cpuStats        `json:"cpu,omitempty"`
