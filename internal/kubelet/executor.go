@@ -218,7 +218,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a action,
 		return reasonCreateConfigError, err
 	}
 	restart := int32(a.Attempt)
-	mounts, err := k.containerMounts(pod, c, vols, restart)
+	mounts, err := k.containerMounts(pod, c, vols, restart, podIPs)
 	if err != nil {
 		var ce *configError
 		if errors.As(err, &ce) {

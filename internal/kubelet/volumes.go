@@ -465,7 +465,7 @@ func sameFiles(dir string, files []volumeFile) bool {
 // containerMounts are the CRI mounts of container c: its volume mounts,
 // /etc/hosts (pods with their own network) and the termination message
 // file.
-func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container, vols map[string]podVolume, restartCount int32) ([]*cri.Mount, error) {
+func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container, vols map[string]podVolume, restartCount int32, podIPs []string) ([]*cri.Mount, error) {
 	var out []*cri.Mount
 	hasHosts := false
 	for _, vm := range c.VolumeMounts {
@@ -500,7 +500,9 @@ func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container, vols map
 		}
 		out = append(out, m)
 	}
-	if !pod.Spec.HostNetwork && !hasHosts {
+	// As upstream: the kubelet's /etc/hosts for pods with their own
+	// address; otherwise the runtime's.
+	if !pod.Spec.HostNetwork && !hasHosts && len(podIPs) > 0 {
 		out = append(out, &cri.Mount{ContainerPath: "/etc/hosts", HostPath: filepath.Join(k.podDir(string(pod.UID)), "etc-hosts")})
 	}
 	if c.TerminationMessagePath != "" {
