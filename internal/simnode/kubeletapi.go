@@ -17,6 +17,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rudder-dev/rudder/internal/kubeletapi"
 )
 
 // KubeletAPI makes every node of a fleet serve a small part of the
@@ -28,7 +30,7 @@ import (
 //
 // Every request is authenticated by its client certificate and
 // authorized, as a kubelet in webhook mode does, by a SubjectAccessReview
-// on nodes/<subresource> through the fleet's client (kubeletauth.go): the
+// on nodes/<subresource> through the fleet's client (internal/kubeletapi): the
 // API server's kubelet client is allowed by the bootstrap binding of
 // system:kubelet-api-admin, other users by what RBAC grants them. The
 // fleet's client must therefore be allowed to create
@@ -86,8 +88,8 @@ type kubeletServer struct {
 	srv     *http.Server
 	byIP    map[netip.Addr]*simNode
 	started time.Time
-	// authz decides who may read what (kubeletauth.go).
-	authz *kubeletAuthorizer
+	// authz decides who may read what.
+	authz *kubeletapi.Authorizer
 	// done ends followed log streams when the fleet stops.
 	done <-chan struct{}
 	// cpu accumulates each node's CPU counter between scrapes, so it only
@@ -119,7 +121,7 @@ func (f *Fleet) startKubeletAPI(ctx context.Context) error {
 		return nil
 	}
 	k := &kubeletServer{f: f, byIP: make(map[netip.Addr]*simNode, len(f.nodes)), started: f.cfg.Clock.Now(), cpu: make([]nodeCPU, len(f.nodes)),
-		authz: newKubeletAuthorizer(f.cfg.Client, f.cfg.Clock, f.cfg.Logger), done: ctx.Done()}
+		authz: kubeletapi.NewAuthorizer(f.cfg.Client, f.cfg.Clock, f.cfg.Logger), done: ctx.Done()}
 	for _, n := range f.nodes {
 		k.byIP[n.ip] = n
 	}
@@ -217,11 +219,8 @@ func (k *kubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "node "+n.name+" is stopped", http.StatusServiceUnavailable)
 		return
 	}
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		http.Error(w, "Unauthorized", http.StatusUnauthorized)
-		return
-	}
-	if !k.authz.authorize(w, r, certUser(r.TLS.PeerCertificates[0]), n.name) {
+	u, ok := kubeletapi.Authenticate(w, r)
+	if !ok || !k.authz.Authorize(w, r, u, n.name) {
 		return
 	}
 	switch p := r.URL.Path; {
@@ -290,7 +289,7 @@ func (k *kubeletServer) serveResourceMetrics(w http.ResponseWriter, n *simNode) 
 	k.cpuMu.Lock()
 	nodeCPUSeconds := k.cpu[n.index].advance(&usage, k.started, now)
 	k.cpuMu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", kubeletapi.ContentTypeMetrics)
 	_, _ = w.Write(resourceMetricsText(usage, nodeCPUSeconds, now))
 }
 

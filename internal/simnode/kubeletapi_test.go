@@ -184,7 +184,7 @@ func TestContainerLog(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || len(lines) == 0 || lines[0].text != tc.wantLine {
+			if err != nil || len(lines) == 0 || lines[0].Text != tc.wantLine {
 				t.Fatalf("got %v, %v; want first line %q", lines, err, tc.wantLine)
 			}
 		})

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rudder-dev/rudder/internal/kubeletapi"
 )
 
 // Annotations that set a pod's simulated usage, reported by the kubelet
@@ -145,75 +145,21 @@ func usageFraction(uid, container string) float64 {
 	return usageMinFraction + usageSpread*float64(h.Sum64()%1000)/1000
 }
 
-// resourceMetricsText is the kubelet's /metrics/resource at now: the
-// Prometheus text format, every sample stamped with now. CPU counters
-// are cumulative core-seconds, as the caller accumulated them
+// resourceMetricsText is the kubelet's /metrics/resource at now. CPU
+// counters are cumulative core-seconds, as the caller accumulated them
 // (nodeCPU.advance).
 func resourceMetricsText(u usage, nodeCPUSeconds float64, now time.Time) []byte {
-	ts := strconv.FormatInt(now.UnixMilli(), 10)
-	var b strings.Builder
-	metric := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s [STABLE] %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	cLabels := func(c containerUse) string {
-		return fmt.Sprintf("{container=%q,namespace=%q,pod=%q}", c.container, c.namespace, c.pod)
-	}
-	cpuSeconds := func(c containerUse) float64 { return c.cpuSeconds }
-
-	metric("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the container in core-seconds")
+	ru := kubeletapi.ResourceUsage{At: now, NodeCPUSeconds: nodeCPUSeconds, NodeMemory: u.memoryBytes,
+		Containers: make([]kubeletapi.ContainerUsage, 0, len(u.containers))}
 	for _, c := range u.containers {
-		fmt.Fprintf(&b, "container_cpu_usage_seconds_total%s %s %s\n", cLabels(c), num(cpuSeconds(c)), ts)
+		ru.Containers = append(ru.Containers, kubeletapi.ContainerUsage{Namespace: c.namespace, Pod: c.pod, Container: c.container,
+			CPUSeconds: c.cpuSeconds, MemoryBytes: c.memoryBytes, Started: c.started})
 	}
-	metric("container_memory_working_set_bytes", "gauge", "Current working set of the container in bytes")
-	for _, c := range u.containers {
-		fmt.Fprintf(&b, "container_memory_working_set_bytes%s %s %s\n", cLabels(c), num(c.memoryBytes), ts)
-	}
-	metric("container_start_time_seconds", "gauge", "Start time of the container since unix epoch in seconds")
-	for _, c := range u.containers {
-		if !c.started.IsZero() {
-			fmt.Fprintf(&b, "container_start_time_seconds%s %s %s\n", cLabels(c), num(float64(c.started.UnixNano())/1e9), ts)
-		}
-	}
-	metric("node_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the node in core-seconds")
-	fmt.Fprintf(&b, "node_cpu_usage_seconds_total %s %s\n", num(nodeCPUSeconds), ts)
-	metric("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes")
-	fmt.Fprintf(&b, "node_memory_working_set_bytes %s %s\n", num(u.memoryBytes), ts)
-
-	// Pod sums, in container order (sorted by namespace and pod).
-	type podSum struct {
-		ns, pod  string
-		cpu, mem float64
-	}
-	var sums []podSum
-	for _, c := range u.containers {
-		if len(sums) == 0 || sums[len(sums)-1].ns != c.namespace || sums[len(sums)-1].pod != c.pod {
-			sums = append(sums, podSum{ns: c.namespace, pod: c.pod})
-		}
-		s := &sums[len(sums)-1]
-		s.cpu += cpuSeconds(c)
-		s.mem += c.memoryBytes
-	}
-	metric("pod_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed by the pod in core-seconds")
-	for _, s := range sums {
-		fmt.Fprintf(&b, "pod_cpu_usage_seconds_total{namespace=%q,pod=%q} %s %s\n", s.ns, s.pod, num(s.cpu), ts)
-	}
-	metric("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes")
-	for _, s := range sums {
-		fmt.Fprintf(&b, "pod_memory_working_set_bytes{namespace=%q,pod=%q} %s %s\n", s.ns, s.pod, num(s.mem), ts)
-	}
-	metric("resource_scrape_error", "gauge", "1 if there was an error while getting container metrics, 0 otherwise")
-	b.WriteString("resource_scrape_error 0\n")
-	return []byte(b.String())
-}
-
-type logLine struct {
-	at   time.Time
-	text string
+	return kubeletapi.ResourceMetricsText(ru)
 }
 
 // containerLog is the synthesized log of one of pod's containers.
-func containerLog(pod *corev1.Pod, container, node string) ([]logLine, error) {
+func containerLog(pod *corev1.Pod, container, node string) ([]kubeletapi.LogLine, error) {
 	spec := kubeletContainerSpec(pod, container)
 	if spec == nil {
 		return nil, fmt.Errorf("container %q not found in pod %s/%s", container, pod.Namespace, pod.Name)
@@ -235,10 +181,10 @@ func containerLog(pod *corev1.Pod, container, node string) ([]logLine, error) {
 	if started.IsZero() {
 		return nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
 	}
-	return []logLine{
-		{started, fmt.Sprintf("simnode: starting container %s (image %s) of pod %s/%s on node %s", container, spec.Image, pod.Namespace, pod.Name, node)},
-		{started, "simnode: this is a simulated node; no process runs and this log is synthesized"},
-		{started.Add(time.Millisecond), fmt.Sprintf("simnode: container %s is running", container)},
+	return []kubeletapi.LogLine{
+		{At: started, Text: fmt.Sprintf("simnode: starting container %s (image %s) of pod %s/%s on node %s", container, spec.Image, pod.Namespace, pod.Name, node)},
+		{At: started, Text: "simnode: this is a simulated node; no process runs and this log is synthesized"},
+		{At: started.Add(time.Millisecond), Text: fmt.Sprintf("simnode: container %s is running", container)},
 	}, nil
 }
 

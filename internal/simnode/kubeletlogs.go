@@ -3,13 +3,13 @@ package simnode
 import (
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rudder-dev/rudder/internal/kubeletapi"
 )
 
 // Container logs of simulated pods: /containerLogs/{namespace}/{pod}/{container}.
@@ -19,87 +19,11 @@ import (
 // on this node, or limitBytes is reached — as the kubelet follows a
 // container's log until the container exits.
 //
-// The query is the kubelet's: tailLines, limitBytes, sinceSeconds,
-// sinceTime, timestamps, follow. As the kubelet, the time filters apply
-// first, then tailLines, then limitBytes over everything written
-// (followed lines included).
+// The query is the kubelet's (kubeletapi.LogOptions): tailLines,
+// limitBytes, sinceSeconds, sinceTime, timestamps, follow.
 
 // followInterval is how often a followed log gets a line.
 const followInterval = time.Second
-
-// logOptions is the query of a containerLogs request.
-type logOptions struct {
-	follow     bool
-	timestamps bool
-	tailLines  int // -1: all
-	limitBytes int // 0: no limit
-	since      time.Time
-}
-
-// parseLogOptions reads the query; values that do not parse are ignored,
-// as the API server has validated what it forwards.
-func parseLogOptions(q url.Values, now time.Time) logOptions {
-	o := logOptions{follow: q.Get("follow") == "true", timestamps: q.Get("timestamps") == "true", tailLines: -1}
-	if t, err := strconv.Atoi(q.Get("tailLines")); err == nil && t >= 0 {
-		o.tailLines = t
-	}
-	if b, err := strconv.Atoi(q.Get("limitBytes")); err == nil && b > 0 {
-		o.limitBytes = b
-	}
-	if s, err := strconv.Atoi(q.Get("sinceSeconds")); err == nil && s > 0 {
-		o.since = now.Add(-time.Duration(s) * time.Second)
-	} else if t, err := time.Parse(time.RFC3339, q.Get("sinceTime")); err == nil {
-		o.since = t
-	}
-	return o
-}
-
-// selectLines applies the time filter, then tailLines.
-func (o logOptions) selectLines(lines []logLine) []logLine {
-	if !o.since.IsZero() {
-		kept := lines[:0:0]
-		for _, l := range lines {
-			if !l.at.Before(o.since) {
-				kept = append(kept, l)
-			}
-		}
-		lines = kept
-	}
-	if o.tailLines >= 0 && o.tailLines < len(lines) {
-		lines = lines[len(lines)-o.tailLines:]
-	}
-	return lines
-}
-
-// logWriter formats lines and stops at limitBytes.
-type logWriter struct {
-	w       http.ResponseWriter
-	opts    logOptions
-	written int
-}
-
-// write writes l (cut at the byte limit) and reports whether more may
-// follow.
-func (lw *logWriter) write(l logLine) bool {
-	var b strings.Builder
-	if lw.opts.timestamps {
-		b.WriteString(l.at.UTC().Format(time.RFC3339Nano))
-		b.WriteByte(' ')
-	}
-	b.WriteString(l.text)
-	b.WriteByte('\n')
-	out := b.String()
-	if lw.opts.limitBytes > 0 {
-		if left := lw.opts.limitBytes - lw.written; len(out) >= left {
-			_, _ = lw.w.Write([]byte(out[:left]))
-			lw.written += left
-			return false
-		}
-	}
-	n, err := lw.w.Write([]byte(out))
-	lw.written += n
-	return err == nil
-}
 
 // serveLogs answers /containerLogs/{namespace}/{pod}/{container}.
 func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *simNode, rest string) {
@@ -124,15 +48,15 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 		http.Error(w, err.Error(), code)
 		return
 	}
-	opts := parseLogOptions(r.URL.Query(), k.f.cfg.Clock.Now())
+	opts := kubeletapi.ParseLogOptions(r.URL.Query(), k.f.cfg.Clock.Now())
 	w.Header().Set("Content-Type", "text/plain")
-	lw := &logWriter{w: w, opts: opts}
-	for _, l := range opts.selectLines(lines) {
-		if !lw.write(l) {
+	lw := &kubeletapi.LogWriter{W: w, Opts: opts}
+	for _, l := range opts.Select(lines) {
+		if !lw.Write(l) {
 			return
 		}
 	}
-	if !opts.follow {
+	if !opts.Follow {
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -156,8 +80,8 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 			if p == nil || !containerRunning(p, container) {
 				return
 			}
-			line := logLine{now, fmt.Sprintf("simnode: container %s is running (%d s after following began)", container, seq*int(followInterval/time.Second))}
-			if !lw.write(line) {
+			line := kubeletapi.LogLine{At: now, Text: fmt.Sprintf("simnode: container %s is running (%d s after following began)", container, seq*int(followInterval/time.Second))}
+			if !lw.Write(line) {
 				return
 			}
 			flush()

@@ -1,4 +1,4 @@
-package simnode
+package kubeletapi
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Authorization of the simulated kubelet API, as upstream's kubelet does
-// it in webhook mode:
+// Authentication and authorization of the kubelet API, as upstream's
+// kubelet does it in webhook mode:
 //
 //  1. Authenticate: the TLS handshake has already verified the client
 //     certificate against the cluster CA; its subject names the user
@@ -37,7 +37,9 @@ import (
 //     5 min, not one per scrape.
 //
 // The API server's own client certificate (kube-apiserver-kubelet-client)
-// is allowed by the bootstrap binding of system:kubelet-api-admin.
+// is allowed by the bootstrap binding of system:kubelet-api-admin. The
+// client the Authorizer uses must itself be allowed to create
+// subjectaccessreviews (system:auth-delegator grants it).
 
 // Cache lifetimes of authorization decisions.
 const (
@@ -48,24 +50,34 @@ const (
 	authzCacheMax = 16384
 )
 
-// kubeletUser is who presented a client certificate.
-type kubeletUser struct {
-	name   string
-	groups []string
+// User is who presented a client certificate.
+type User struct {
+	Name   string
+	Groups []string
 }
 
-// certUser reads the user a verified client certificate names.
-func certUser(c *x509.Certificate) kubeletUser {
+// CertUser reads the user a verified client certificate names.
+func CertUser(c *x509.Certificate) User {
 	groups := slices.Clone(c.Subject.Organization)
 	if !slices.Contains(groups, "system:authenticated") {
 		groups = append(groups, "system:authenticated")
 	}
-	return kubeletUser{name: c.Subject.CommonName, groups: groups}
+	return User{Name: c.Subject.CommonName, Groups: groups}
 }
 
-// kubeletVerb maps an HTTP method to an API verb as the kubelet does; HEAD
+// Authenticate reads the user of a request whose client certificate the
+// TLS handshake verified, or writes 401 and returns false.
+func Authenticate(w http.ResponseWriter, r *http.Request) (User, bool) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return User{}, false
+	}
+	return CertUser(r.TLS.PeerCertificates[0]), true
+}
+
+// Verb maps an HTTP method to an API verb as the kubelet does; HEAD
 // is a get (upstream leaves it empty, which no rule names).
-func kubeletVerb(method string) string {
+func Verb(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
 		return "get"
@@ -81,11 +93,11 @@ func kubeletVerb(method string) string {
 	return ""
 }
 
-// kubeletSubresources lists, in the order they are tried, the node
+// Subresources lists, in the order they are tried, the node
 // subresources that grant a request for path (KubeletFineGrainedAuthz, on
 // by default upstream since 1.33: /pods, /healthz and /configz have their
 // own subresource and fall back to proxy).
-func kubeletSubresources(path string) []string {
+func Subresources(path string) []string {
 	for _, own := range []string{"pods", "healthz", "configz"} {
 		if isSubpath(path, "/"+own) {
 			return []string{own, "proxy"}
@@ -109,9 +121,9 @@ func isSubpath(path, prefix string) bool {
 	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
 
-// kubeletAuthorizer answers whether a user may make a request of a node,
-// by SubjectAccessReview with a cache. It is safe for concurrent use.
-type kubeletAuthorizer struct {
+// Authorizer answers whether a user may make a request of a node, by
+// SubjectAccessReview with a cache. It is safe for concurrent use.
+type Authorizer struct {
 	client kubernetes.Interface
 	clock  clock.PassiveClock
 	logger *slog.Logger
@@ -129,35 +141,36 @@ type authzEntry struct {
 	expires time.Time
 }
 
-func newKubeletAuthorizer(client kubernetes.Interface, clk clock.PassiveClock, logger *slog.Logger) *kubeletAuthorizer {
-	return &kubeletAuthorizer{client: client, clock: clk, logger: logger, cache: make(map[authzKey]authzEntry)}
+// NewAuthorizer asks through client; clk times the cache.
+func NewAuthorizer(client kubernetes.Interface, clk clock.PassiveClock, logger *slog.Logger) *Authorizer {
+	return &Authorizer{client: client, clock: clk, logger: logger, cache: make(map[authzKey]authzEntry)}
 }
 
-// authorize writes the refusal and returns false unless u may make r of
+// Authorize writes the refusal and returns false unless u may make r of
 // node. A review that fails is a 500, as upstream's "Authorization error".
-func (a *kubeletAuthorizer) authorize(w http.ResponseWriter, r *http.Request, u kubeletUser, node string) bool {
-	verb := kubeletVerb(r.Method)
-	subs := kubeletSubresources(r.URL.Path)
+func (a *Authorizer) Authorize(w http.ResponseWriter, r *http.Request, u User, node string) bool {
+	verb := Verb(r.Method)
+	subs := Subresources(r.URL.Path)
 	for _, sub := range subs {
 		ok, err := a.allowed(r.Context(), u, verb, sub, node)
 		if err != nil {
-			// Most likely the fleet's client may not create
+			// Most likely the client may not create
 			// subjectaccessreviews.
-			a.logger.Warn("kubelet API: authorization failed", "user", u.name, "verb", verb, "subresource", sub, "node", node, "err", err)
-			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.name, verb, sub), http.StatusInternalServerError)
+			a.logger.Warn("kubelet API: authorization failed", "user", u.Name, "verb", verb, "subresource", sub, "node", node, "err", err)
+			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, verb, sub), http.StatusInternalServerError)
 			return false
 		}
 		if ok {
 			return true
 		}
 	}
-	http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=%v)", u.name, verb, subs), http.StatusForbidden)
+	http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=%v)", u.Name, verb, subs), http.StatusForbidden)
 	return false
 }
 
 // allowed is the cached decision, or a review's.
-func (a *kubeletAuthorizer) allowed(ctx context.Context, u kubeletUser, verb, sub, node string) (bool, error) {
-	key := authzKey{user: u.name, groups: strings.Join(u.groups, "\x00"), verb: verb, subresource: sub, node: node}
+func (a *Authorizer) allowed(ctx context.Context, u User, verb, sub, node string) (bool, error) {
+	key := authzKey{user: u.Name, groups: strings.Join(u.Groups, "\x00"), verb: verb, subresource: sub, node: node}
 	now := a.clock.Now()
 	a.mu.Lock()
 	e, ok := a.cache[key]
@@ -166,8 +179,8 @@ func (a *kubeletAuthorizer) allowed(ctx context.Context, u kubeletUser, verb, su
 		return e.allowed, nil
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   u.name,
-		Groups: u.groups,
+		User:   u.Name,
+		Groups: u.Groups,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Verb: verb, Version: "v1", Resource: "nodes", Subresource: sub, Name: node,
 		},

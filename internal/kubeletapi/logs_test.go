@@ -1,4 +1,4 @@
-package simnode
+package kubeletapi
 
 import (
 	"net/http/httptest"
@@ -10,10 +10,10 @@ import (
 // The kubelet's order: time filter, then tailLines, then limitBytes.
 func TestLogOptions(t *testing.T) {
 	now := time.Unix(1000, 0)
-	lines := []logLine{
-		{now.Add(-time.Hour), "one"},
-		{now.Add(-time.Minute), "two"},
-		{now.Add(-time.Second), "three"},
+	lines := []LogLine{
+		{At: now.Add(-time.Hour), Text: "one"},
+		{At: now.Add(-time.Minute), Text: "two"},
+		{At: now.Add(-time.Second), Text: "three"},
 	}
 	for _, tc := range []struct {
 		name, query, want string
@@ -28,15 +28,19 @@ func TestLogOptions(t *testing.T) {
 		{"limitBytes cuts a line", "limitBytes=6", "one\ntw", false},
 		{"limitBytes at a line's end", "limitBytes=8", "one\ntwo\n", false},
 		{"timestamps", "tailLines=1&timestamps=true", "1970-01-01T00:16:39Z three\n", true},
+		{"fixed timestamps", "tailLines=1&timestamps=true&fixed", "1970-01-01T00:16:39.000000000Z three\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, _ := url.ParseQuery(tc.query)
-			opts := parseLogOptions(q, now)
+			opts := ParseLogOptions(q, now)
 			w := httptest.NewRecorder()
-			lw := &logWriter{w: w, opts: opts}
+			lw := &LogWriter{W: w, Opts: opts}
+			if q.Has("fixed") {
+				lw.TimeFormat = TimeFormatFixed
+			}
 			more := true
-			for _, l := range opts.selectLines(lines) {
-				if more = lw.write(l); !more {
+			for _, l := range opts.Select(lines) {
+				if more = lw.Write(l); !more {
 					break
 				}
 			}
@@ -44,5 +48,19 @@ func TestLogOptions(t *testing.T) {
 				t.Errorf("got %q (more %v), want %q (more %v)", got, more, tc.want, tc.more)
 			}
 		})
+	}
+}
+
+// A partial record is followed by the next one on the same line.
+func TestLogWriterPartial(t *testing.T) {
+	w := httptest.NewRecorder()
+	lw := &LogWriter{W: w, Opts: LogOptions{TailLines: -1}}
+	lw.Write(LogLine{Text: "a long ", Partial: true})
+	lw.Write(LogLine{Text: "line"})
+	if got := w.Body.String(); got != "a long line\n" {
+		t.Errorf("got %q", got)
+	}
+	if o := ParseLogOptions(url.Values{"previous": {"true"}}, time.Time{}); !o.Previous {
+		t.Error("previous=true not read")
 	}
 }

@@ -1,4 +1,4 @@
-package simnode
+package kubeletapi
 
 import (
 	"crypto/x509"
@@ -37,7 +37,7 @@ func TestKubeletSubresources(t *testing.T) {
 		{"/checkpoint/ns/pod/c", []string{"checkpoint"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			if got := kubeletSubresources(tc.path); !slices.Equal(got, tc.want) {
+			if got := Subresources(tc.path); !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -62,13 +62,13 @@ func TestKubeletAuthorizerCache(t *testing.T) {
 		return true, sar, nil
 	})
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	a := newKubeletAuthorizer(client, clk, slog.New(slog.DiscardHandler))
-	user := func(name string) kubeletUser {
-		return certUser(&x509.Certificate{Subject: pkix.Name{CommonName: name, Organization: []string{"devs"}}})
+	a := NewAuthorizer(client, clk, slog.New(slog.DiscardHandler))
+	user := func(name string) User {
+		return CertUser(&x509.Certificate{Subject: pkix.Name{CommonName: name, Organization: []string{"devs"}}})
 	}
-	try := func(u kubeletUser, method, path string) int {
+	try := func(u User, method, path string) int {
 		w := httptest.NewRecorder()
-		if a.authorize(w, httptest.NewRequest(method, path, nil), u, "sim-0") {
+		if a.Authorize(w, httptest.NewRequest(method, path, nil), u, "sim-0") {
 			return http.StatusOK
 		}
 		return w.Code
@@ -107,7 +107,7 @@ func TestKubeletAuthorizerCache(t *testing.T) {
 		t.Errorf("last review %+v", last)
 	}
 	w := httptest.NewRecorder()
-	a.authorize(w, httptest.NewRequest("GET", "/healthz", nil), user("bob"), "sim-0")
+	a.Authorize(w, httptest.NewRequest("GET", "/healthz", nil), user("bob"), "sim-0")
 	if want := "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n"; w.Body.String() != want {
 		t.Errorf("body %q, want %q", w.Body.String(), want)
 	}
@@ -122,11 +122,11 @@ func TestKubeletAuthorizerReviewFails(t *testing.T) {
 		calls++
 		return true, nil, apierrors.NewForbidden(authorizationv1.Resource("subjectaccessreviews"), "", errors.New("no"))
 	})
-	a := newKubeletAuthorizer(client, testingclock.NewFakeClock(time.Unix(1000, 0)), slog.New(slog.DiscardHandler))
-	u := certUser(&x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver-kubelet-client"}})
+	a := NewAuthorizer(client, testingclock.NewFakeClock(time.Unix(1000, 0)), slog.New(slog.DiscardHandler))
+	u := CertUser(&x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver-kubelet-client"}})
 	for range 2 {
 		w := httptest.NewRecorder()
-		if a.authorize(w, httptest.NewRequest("GET", "/metrics/resource", nil), u, "sim-0") || w.Code != http.StatusInternalServerError ||
+		if a.Authorize(w, httptest.NewRequest("GET", "/metrics/resource", nil), u, "sim-0") || w.Code != http.StatusInternalServerError ||
 			w.Body.String() != "Authorization error (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource=metrics)\n" {
 			t.Errorf("got %d %q, want 500 Authorization error", w.Code, w.Body.String())
 		}
@@ -145,13 +145,13 @@ func BenchmarkKubeletAuthorizeCached(b *testing.B) {
 		sar.Status.Allowed = true
 		return true, sar, nil
 	})
-	a := newKubeletAuthorizer(client, testingclock.NewFakeClock(time.Unix(1000, 0)), slog.New(slog.DiscardHandler))
-	u := certUser(&x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver-kubelet-client"}})
+	a := NewAuthorizer(client, testingclock.NewFakeClock(time.Unix(1000, 0)), slog.New(slog.DiscardHandler))
+	u := CertUser(&x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver-kubelet-client"}})
 	r := httptest.NewRequest("GET", "/metrics/resource", nil)
 	w := httptest.NewRecorder()
 	b.ReportAllocs()
 	for b.Loop() {
-		if !a.authorize(w, r, u, "sim-0") {
+		if !a.Authorize(w, r, u, "sim-0") {
 			b.Fatal("denied")
 		}
 	}
