@@ -161,3 +161,19 @@ func TestShutdownEndsSessions(t *testing.T) {
 		})
 	}
 }
+
+// A SPDY client that does not open every stream the request asked for
+// is dropped after StreamCreationTimeout rather than waited for.
+func TestStreamCreationTimeout(t *testing.T) {
+	requireSh(t)
+	s := startServer(t, newHostRuntime(), func(c *Config) { c.StreamCreationTimeout = 200 * time.Millisecond })
+	resp, _ := s.GetExec(&runtimeapi.ExecRequest{ContainerId: "c", Cmd: []string{"cat"}, Stdin: true, Stdout: true})
+	start := time.Now()
+	err := stream(t, clients[0].new(t, s, resp.Url), remotecommand.StreamOptions{Stdout: io.Discard}) // no stdin stream
+	if err == nil || !strings.Contains(err.Error(), "stdin") {
+		t.Fatalf("got %v, want an error naming the missing stdin stream", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v to give up on the missing stream", d)
+	}
+}
