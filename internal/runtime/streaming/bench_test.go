@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"testing"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/client-go/tools/remotecommand"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // echoRuntime's Exec copies stdin to stdout in-process, so a benchmark

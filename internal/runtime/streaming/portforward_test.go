@@ -19,9 +19,9 @@ import (
 	gwebsocket "github.com/gorilla/websocket"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 )
 

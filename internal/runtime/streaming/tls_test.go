@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // selfSigned returns a server certificate for 127.0.0.1 and its PEM.
@@ -66,7 +66,9 @@ func TestTLS(t *testing.T) {
 			}
 			return remotecommand.NewSPDYExecutor(cfg, "POST", pu)
 		}},
-		{"websocket", func(u string) (remotecommand.Executor, error) { return remotecommand.NewWebSocketExecutor(cfg, "GET", u) }},
+		{"websocket", func(u string) (remotecommand.Executor, error) {
+			return remotecommand.NewWebSocketExecutor(cfg, "GET", u)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := s.GetExec(&runtimeapi.ExecRequest{ContainerId: "c", Cmd: []string{"echo", "over tls"}, Stdout: true})
