@@ -113,7 +113,7 @@ var clients = []client{
 
 func stream(t *testing.T, e remotecommand.Executor, opts remotecommand.StreamOptions) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return e.StreamWithContext(ctx, opts)
 }

@@ -153,7 +153,7 @@ func TestKubectl(t *testing.T) {
 		{"spdy", []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}, "SPDY/3.1", "SPDY/3.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			t.Run("exec exit code and streams", func(t *testing.T) {
 				cmd := kubectlCmd(t, ctx, server, tc.env, "exec", "p", "-c", "c", "--", "sh", "-c", "echo out; echo err >&2; exit 7")

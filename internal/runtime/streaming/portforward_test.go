@@ -93,8 +93,8 @@ func forward(t testing.TB, s *Server, d pfDialer, remote int) *forwarded {
 	case <-ready:
 	case <-f.done:
 		t.Fatalf("ForwardPorts: %v", f.err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("port forward not ready after 10s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("port forward not ready after 30s")
 	}
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) != 1 {
@@ -112,7 +112,7 @@ func roundTrip(local int, payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	writeErr := make(chan error, 1)
 	go func() {
 		_, err := c.Write(payload)
@@ -184,11 +184,11 @@ func TestPortForward(t *testing.T) {
 					if !errors.Is(f.err, portforward.ErrLostConnectionToPod) {
 						t.Fatalf("ForwardPorts: got %v, want ErrLostConnectionToPod", f.err)
 					}
-				case <-time.After(10 * time.Second):
+				case <-time.After(30 * time.Second):
 					t.Fatal("ForwardPorts did not end after the remote error")
 				}
 				want := fmt.Sprintf("error forwarding port %d to pod sandbox sandbox", port)
-				if !reported.waitFor(want, 5*time.Second) || !reported.waitFor("connection refused", time.Second) {
+				if !reported.waitFor(want, 15*time.Second) || !reported.waitFor("connection refused", time.Second) {
 					t.Fatalf("client reported %q, want %q and \"connection refused\"", reported.all(), want)
 				}
 			})
@@ -258,7 +258,7 @@ func wsForward(t *testing.T, s *Server, port int) *gwebsocket.Conn {
 	if conn.Subprotocol() != wsV4Binary {
 		t.Fatalf("negotiated %q", conn.Subprotocol())
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	// Each channel opens with the port, little-endian.
 	for ch := byte(0); ch < 2; ch++ {
 		_, m, err := conn.ReadMessage()
