@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -176,6 +177,26 @@ func TestKubectl(t *testing.T) {
 				out, err := cmd.CombinedOutput()
 				if err != nil || string(out) != "piped through kubectl\n" {
 					t.Fatalf("got %q, %v", out, err)
+				}
+			})
+			t.Run("exec -it on a terminal", func(t *testing.T) {
+				// kubectl sends its terminal's size as the first resize;
+				// the command must see it on its own pty.
+				cmd := kubectlCmd(t, ctx, server, tc.env, "exec", "-it", "p", "-c", "c", "--", "sh", "-c",
+					// The size may land just after the command starts: wait
+					// (up to 10 s) for the pty to leave its initial 5x10.
+					`for i in $(seq 200); do [ "$(stty size)" != "5 10" ] && break; sleep 0.05; done; stty size`)
+				ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 33, Cols: 77})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ptmx.Close()
+				out, _ := io.ReadAll(ptmx) // EIO once kubectl exits
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("kubectl: %v (%q)", err, out)
+				}
+				if !strings.Contains(string(out), "33 77") {
+					t.Fatalf("stty size printed %q, want \"33 77\"", out)
 				}
 			})
 			t.Run("port-forward", func(t *testing.T) {
