@@ -16,7 +16,11 @@ type TerminalSize struct {
 
 // Runtime is what the streaming server needs from the container runtime.
 // Every method blocks until the operation ends; the streams are closed
-// by the caller afterwards.
+// by the caller afterwards. ctx ends when the client's connection does
+// (or the server stops): the operation should stop then. A resize channel
+// is closed when the client's resize stream ends. Methods are called
+// concurrently, one goroutine per session (per forwarded connection for
+// PortForward).
 type Runtime interface {
 	// Exec runs cmd in the running container and returns its exit
 	// code. stdin, stdout, stderr may be nil. With tty, stderr is nil

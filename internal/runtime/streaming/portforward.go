@@ -251,6 +251,12 @@ func (p *pfSession) forward(pair *pfPair) {
 		return
 	}
 	defer p.conn.RemoveStreams(pair.data, pair.errs)
+	// Reset after the FIN: data the client sent that nobody will read
+	// would otherwise block spdystream's frame worker for good (the
+	// client's own RST queues behind it), and with it the connection.
+	// The connection's Close would reset it, but removed streams are not
+	// its any more.
+	defer pair.data.Reset()
 	defer pair.errs.Close()
 	defer pair.data.Close()
 	for _, replied := range []<-chan struct{}{pair.dataReplied, pair.errsReplied} {

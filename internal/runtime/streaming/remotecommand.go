@@ -244,6 +244,15 @@ func exitCodeStatus(code int) *metav1.Status {
 	}
 }
 
+func badRequestStatus(msg string) *metav1.Status {
+	return &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusBadRequest,
+		Reason:  metav1.StatusReasonBadRequest,
+		Message: msg,
+	}
+}
+
 func internalErrorStatus(err error) *metav1.Status {
 	return &metav1.Status{
 		Status:  metav1.StatusFailure,

@@ -142,7 +142,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	scheme := "http"
 	if s.cfg.TLS != nil {
-		ln = tls.NewListener(ln, s.cfg.TLS)
+		// Upgrades hijack the connection, which HTTP/2 cannot do.
+		tc := s.cfg.TLS.Clone()
+		tc.NextProtos = []string{"http/1.1"}
+		ln = tls.NewListener(ln, tc)
 		scheme = "https"
 	}
 	s.mu.Lock()
@@ -156,6 +159,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.base },
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // no HTTP/2
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

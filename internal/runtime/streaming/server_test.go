@@ -215,7 +215,7 @@ func execOnceSPDY(t *testing.T, url string) (int, string) {
 // at most baseline within the deadline, and shows the stacks if not.
 func checkNoGoroutineLeak(t *testing.T, baseline int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n := runtime.NumGoroutine()
 		if n <= baseline {

@@ -2,7 +2,10 @@ package streaming
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,7 +67,7 @@ func (s *Server) openSPDYSession(w http.ResponseWriter, r *http.Request, protoco
 	timer := time.NewTimer(s.cfg.StreamCreationTimeout)
 	defer timer.Stop()
 	got := make(map[string]httpstream.Stream, len(want))
-	var replies []<-chan struct{}
+	replies := make(map[string]<-chan struct{}, len(want))
 	for len(got) < len(want) {
 		select {
 		case a := <-arrivals:
@@ -75,9 +78,28 @@ func (s *Server) openSPDYSession(w http.ResponseWriter, r *http.Request, protoco
 				continue
 			}
 			got[typ] = a.stream
-			replies = append(replies, a.replySent)
+			replies[typ] = a.replySent
 		case <-timer.C:
-			s.log.Error("timed out waiting for the client to create its streams", "protocol", protocol, "want", len(want), "got", len(got))
+			var missing []string
+			for typ := range want {
+				if got[typ] == nil {
+					missing = append(missing, typ)
+				}
+			}
+			sort.Strings(missing)
+			msg := fmt.Sprintf("timed out after %v waiting for the client to create the %s stream(s) the request asked for",
+				s.cfg.StreamCreationTimeout, strings.Join(missing, ", "))
+			s.log.Error("streaming session not started", "protocol", protocol, "err", msg)
+			// Without a status, a client would take the closed
+			// connection for success.
+			if es := got[corev1.StreamTypeError]; es != nil {
+				select {
+				case <-replies[corev1.StreamTypeError]:
+					_, _ = es.Write(encodeStatus(protocol, badRequestStatus(msg)))
+					_ = es.Close()
+				case <-conn.CloseChan():
+				}
+			}
 			_ = conn.Close()
 			return nil
 		case <-conn.CloseChan():

@@ -47,9 +47,12 @@ func (s *Server) openWebSocketSession(w http.ResponseWriter, r *http.Request, op
 		return nil
 	}
 
-	// An empty frame on the first writable channel tells clients that
-	// wait for one (browsers, older tools) that the session is up.
+	// An empty frame on the first writable channel tells older clients
+	// that wait for one (browsers) that the session is up. client-go, the
+	// v4 and v5 binary speaker, may not have set up its streams yet and
+	// would log the frame as one for an unknown stream.
 	switch {
+	case protocol == wsV4Binary || protocol == wsV5Binary:
 	case opts.stdout:
 		_, _ = streams[rc.StreamStdOut].Write(nil)
 	case opts.stderr:
