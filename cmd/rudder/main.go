@@ -41,7 +41,7 @@ func main() {
 		return nil
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
-	root.AddCommand(imagesCommand())
+	root.AddCommand(imagesCommand(), upCommand(), tokenCommand())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -4,21 +4,26 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rudder-dev/rudder/internal/kubelet"
 	"github.com/rudder-dev/rudder/internal/runtime"
 	"github.com/rudder-dev/rudder/internal/runtime/image"
 	"github.com/rudder-dev/rudder/internal/runtime/streaming"
 )
 
-// runDir is where the runtime keeps what dies with the machine (namespace
+// RunDir is where the runtime keeps what dies with the machine (namespace
 // files, bundles, monitor sockets): /run/rudder/<hash of the agent dir>,
 // short because unix socket paths below it must fit in 108 bytes, and
 // one per agent so several agents on one machine keep apart.
-func runDir(cfg Config) string {
+func RunDir(cfg Config) string {
 	abs, err := filepath.Abs(cfg.Dir)
 	if err != nil {
 		abs = cfg.Dir
@@ -38,7 +43,7 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 	}
 	rt, err := runtime.New(runtime.Config{
 		Root:         RuntimeDir(cfg),
-		RunDir:       runDir(cfg),
+		RunDir:       RunDir(cfg),
 		LogRoot:      cfg.PodLogsDir,
 		Images:       images,
 		OCIRuntime:   a.host.OCIRuntime,
@@ -96,6 +101,44 @@ func (a *Agent) runtimeEndpoint() string {
 	return "unix://" + a.cfg.RuntimeSocket
 }
 
+// startKubelet starts the kubelet as system:node:<name>; it returns once
+// the node is registered and the kubelet watches its pods.
 func (a *Agent) startKubelet(ctx context.Context) error {
-	return fmt.Errorf("agent: the kubelet is not wired yet (runtime at %s)", a.runtimeEndpoint())
+	cfg := a.cfg
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Credentials.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubelet credentials: %w", err)
+	}
+	rc.UserAgent = "rudder-kubelet/" + cfg.NodeName
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = 50, 100
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	k, err := kubelet.New(kubelet.Config{
+		NodeName:        cfg.NodeName,
+		NodeIP:          cfg.NodeIP,
+		Client:          client,
+		RuntimeEndpoint: a.runtimeEndpoint(),
+		RootDir:         KubeletDir(cfg),
+		PodLogsDir:      cfg.PodLogsDir,
+		KubeletPort:     cfg.KubeletPort,
+		ServingCert:     cfg.Credentials.ServingCert,
+		ClientCAs:       cfg.Credentials.ClientCAs,
+		CgroupRoot:      a.host.OwnCgroup,
+	})
+	if err != nil {
+		return err
+	}
+	a.run("kubelet", func() error { return k.Run(ctx) })
+	select {
+	case <-k.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(60 * time.Second):
+		return errors.New("kubelet: not registered within 60 s")
+	}
 }
