@@ -150,8 +150,10 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 }
 
 // pidNamespace picks the container's pid namespace: the host's, a new
-// one, or (no pause process holds a pod-wide one) the namespace of the
-// sandbox's oldest running container, or of a target container.
+// one, a target container's, or for POD the namespace of the sandbox's
+// oldest running POD-mode container: no pause process holds a pod-wide
+// one, so when that container's init exits, the kernel kills the rest of
+// the namespace.
 func (r *Runtime) pidNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxState) (string, error) {
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	switch ns.GetPid() {
@@ -174,6 +176,7 @@ func (r *Runtime) pidNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxState
 		r.mu.Lock()
 		for _, c := range r.containers {
 			if c.st.SandboxID == sb.ID && c.st.State == runtimeapi.ContainerState_CONTAINER_RUNNING && c.st.Pid > 0 &&
+				c.st.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD &&
 				(oldest == nil || c.st.CreatedAt < oldest.CreatedAt) {
 				st := c.st
 				oldest = &st

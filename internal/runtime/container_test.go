@@ -264,6 +264,17 @@ func TestSecurityAndNamespaces(t *testing.T) {
 			t.Errorf("the pod shares the host's network namespace %s", host)
 		}
 	})
+	t.Run("pod pid namespace", func(t *testing.T) {
+		pod := func(c *runtimeapi.ContainerConfig) {
+			c.Linux.SecurityContext.NamespaceOptions = &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD}
+		}
+		a := run("pid-a", pod, "readlink /proc/self/ns/pid")
+		b := run("pid-b", pod, "readlink /proc/self/ns/pid; ps -o args | grep -c '^sleep 3600'")
+		own := run("pid-own", func(*runtimeapi.ContainerConfig) {}, "readlink /proc/self/ns/pid")
+		if bl := strings.Fields(b); len(bl) != 2 || bl[0] != a || bl[1] != "2" || own == a {
+			t.Errorf("pod pid namespaces: a=%q b=%q own=%q", a, b, own)
+		}
+	})
 	t.Run("mounts and env", func(t *testing.T) {
 		src := t.TempDir()
 		os.WriteFile(filepath.Join(src, "f"), []byte("from host"), 0o644)

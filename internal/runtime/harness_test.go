@@ -172,7 +172,10 @@ func ctrConfig(name string, cmd ...string) *runtimeapi.ContainerConfig {
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
 		Command:  cmd,
 		LogPath:  name + ".log",
-		Linux:    &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{}},
+		// As the kubelet sends it: CRI's zero value is POD.
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
 	}
 }
 

@@ -245,6 +245,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	}
 	r.mu.Lock()
 	delete(r.sandboxes, s.st.ID)
+	delete(r.cpuSamples, "pod:"+s.st.ID)
 	r.mu.Unlock()
 	r.log.Info("runtime: sandbox removed", "id", s.st.ID)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
