@@ -244,6 +244,22 @@ func TestSecurityAndNamespaces(t *testing.T) {
 			t.Errorf("readonly rootfs/masked timer_list: %q", got)
 		}
 	})
+	t.Run("privileged", func(t *testing.T) {
+		got := run("priv", func(c *runtimeapi.ContainerConfig) {
+			c.Linux.SecurityContext.Privileged = true
+		}, "grep CapEff /proc/self/status; ls /dev | wc -l; wc -c < /proc/timer_list; grep -c ' /sys sysfs rw' /proc/mounts")
+		f := strings.Fields(got)
+		var bnd string
+		b, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapBnd:"); ok {
+				bnd = strings.TrimSpace(v)
+			}
+		}
+		if len(f) != 5 || f[1] != bnd || atoi(f[2]) < 15 || f[3] == "0" || f[4] != "1" {
+			t.Errorf("privileged: %q (host CapBnd %s)", got, bnd)
+		}
+	})
 	t.Run("oom_score_adj clipped", func(t *testing.T) {
 		got := run("oomadj", func(c *runtimeapi.ContainerConfig) {
 			c.Linux.Resources = &runtimeapi.LinuxContainerResources{OomScoreAdj: -998}
@@ -307,7 +323,9 @@ func uitoa16(v uint64) string {
 	return string(b[:])
 }
 
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return fmtInt(n) }()) }
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return fmtInt(n) }())
+}
 
 func fmtInt(n int) string {
 	if n == 0 {
@@ -330,3 +348,14 @@ func fmtInt(n int) string {
 
 var _ = context.Background
 var _ = unix.Getpid
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 // fakeNetwork hands out one IP and records its calls.
 type fakeNetwork struct {
+	fail     bool
 	mu       sync.Mutex
 	setups   map[string]string // id -> netns
 	teardown []string
@@ -23,6 +25,9 @@ func (f *fakeNetwork) Setup(ctx context.Context, id, netns string, cfg *runtimea
 	defer f.mu.Unlock()
 	if _, err := os.Stat(netns); err != nil {
 		return nil, err
+	}
+	if f.fail {
+		return nil, errors.New("no addresses left")
 	}
 	f.setups[id] = netns
 	return []string{"10.88.0.5", "fd00::5"}, nil
@@ -119,6 +124,49 @@ func TestSandboxes(t *testing.T) {
 		}
 		if _, ok := netw.setups[resp.PodSandboxId]; ok {
 			t.Error("the network was set up for a host-network pod")
+		}
+	})
+
+	t.Run("failed network setup leaves nothing", func(t *testing.T) {
+		netw.mu.Lock()
+		netw.fail = true
+		netw.mu.Unlock()
+		defer func() { netw.mu.Lock(); netw.fail = false; netw.mu.Unlock() }()
+		before := len(e.leftovers())
+		_, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("nonet")})
+		if err == nil || !strings.Contains(err.Error(), "no addresses left") {
+			t.Fatalf("RunPodSandbox with a failing network: %v", err)
+		}
+		if left := e.leftovers(); len(left) != before {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+
+	t.Run("kubelet's cgroup parent", func(t *testing.T) {
+		parent := "/" + e.cgroup + "-kubelet/pod-x"
+		t.Cleanup(func() { e.rt.host.removeCgroupTree("/" + e.cgroup + "-kubelet") })
+		cfg := podConfig("cgparent")
+		cfg.Linux.CgroupParent = parent
+		resp, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cid := e.createStart(resp.PodSandboxId, cfg, ctrConfig("c", "sleep", "3600"))
+		dir := e.rt.host.controllerDir("memory", parent+"/"+cid)
+		if !strings.HasPrefix(dir, "/sys/fs/cgroup/") {
+			t.Fatalf("memory dir %q", dir)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
+			t.Errorf("container cgroup under the kubelet's parent: %v", err)
+		}
+		if _, err := e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: resp.PodSandboxId}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("container cgroup after removal: %v", err)
+		}
+		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+			t.Errorf("the kubelet's pod cgroup was removed: %v", err)
 		}
 	})
 

@@ -33,9 +33,13 @@ type sandboxState struct {
 	ShmMounted   bool
 	Dir          string // under RunDir: hostname, hosts, resolv.conf, shm
 	CgroupParent string // the pod's cgroup, as given to runc (absolute or relative)
-	IPs          []string
-	LogDir       string
-	Pid          runtimeapi.NamespaceMode
+	// OwnCgroup is set when CgroupParent is ours, not the kubelet's: the
+	// kubelet's pod cgroup outlives the sandbox (a pod's next sandbox
+	// uses it too), ours goes with it.
+	OwnCgroup bool
+	IPs       []string
+	LogDir    string
+	Pid       runtimeapi.NamespaceMode
 
 	config *runtimeapi.PodSandboxConfig
 }
