@@ -37,10 +37,13 @@ func BenchmarkRunPod(b *testing.B) {
 	ctx := e.ctx()
 	var pods []string
 	var lastCtr string
+	var tRun, tCreate, tStart time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cfg := podConfig(fmt.Sprintf("bench-%d", i))
+		t0 := time.Now()
 		sb, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		t1 := time.Now()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -49,13 +52,18 @@ func BenchmarkRunPod(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		t2 := time.Now()
 		if _, err := e.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cr.ContainerId}); err != nil {
 			b.Fatal(err)
 		}
+		tRun, tCreate, tStart = tRun+t1.Sub(t0), tCreate+t2.Sub(t1), tStart+time.Since(t2)
 		lastCtr = cr.ContainerId
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/pod")
+	b.ReportMetric(float64(tRun.Milliseconds())/float64(b.N), "ms-runp")
+	b.ReportMetric(float64(tCreate.Milliseconds())/float64(b.N), "ms-create")
+	b.ReportMetric(float64(tStart.Milliseconds())/float64(b.N), "ms-start")
 	if c := e.rt.containers[lastCtr]; c != nil {
 		b.ReportMetric(float64(vmRSS(c.st.ShimPid)), "shim-RSS-KiB")
 	}

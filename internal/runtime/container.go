@@ -64,12 +64,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		Config:      raw,
 		ImageRef:    cfg.GetImage().GetImage(),
 		ImageID:     img.ID,
+		ImageName:   cfg.GetImage().GetImage(),
+		ImageDigest: img.ID,
 		CreatedAt:   time.Now().UnixNano(),
 		State:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		Bundle:      filepath.Join(r.cfg.RunDir, "containers", id),
 		CgroupsPath: filepath.Join(sbst.CgroupParent, id),
 		StopSignal:  img.Config.StopSignal,
 		config:      cfg,
+	}
+	if len(img.RepoTags) > 0 {
+		st.ImageName = img.RepoTags[0]
+	}
+	if len(img.RepoDigests) > 0 {
+		st.ImageDigest = img.RepoDigests[0]
 	}
 	if s := cfg.GetStopSignal(); s != runtimeapi.Signal_RUNTIME_DEFAULT {
 		st.StopSignal = s.String()
@@ -430,8 +438,8 @@ func (r *Runtime) containerStatus(c *container) *runtimeapi.ContainerStatus {
 		StartedAt:   st.StartedAt,
 		FinishedAt:  st.FinishedAt,
 		ExitCode:    st.ExitCode,
-		Image:       &runtimeapi.ImageSpec{Image: st.ImageRef},
-		ImageRef:    st.ImageID,
+		Image:       &runtimeapi.ImageSpec{Image: st.ImageName},
+		ImageRef:    st.ImageDigest,
 		ImageId:     st.ImageID,
 		Reason:      st.Reason,
 		Message:     st.Message,
@@ -471,7 +479,7 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 		}
 		out = append(out, &runtimeapi.Container{
 			Id: st.ID, PodSandboxId: st.SandboxID, Metadata: st.config.GetMetadata(),
-			Image: &runtimeapi.ImageSpec{Image: st.ImageRef}, ImageRef: st.ImageID, ImageId: st.ImageID,
+			Image: &runtimeapi.ImageSpec{Image: st.ImageName}, ImageRef: st.ImageDigest, ImageId: st.ImageID,
 			State: st.State, CreatedAt: st.CreatedAt,
 			Labels: st.config.GetLabels(), Annotations: st.config.GetAnnotations(),
 		})

@@ -139,6 +139,10 @@ func TestAdoptAfterRestart(t *testing.T) {
 	if st := e.status(done); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 5 {
 		t.Errorf("exited container after restart: %v %d", st.State, st.ExitCode)
 	}
+	ps, err := e.rs.PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod})
+	if err != nil || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox after restart: %v %v", ps, err)
+	}
 	ex, err := e.rs.ExecSync(e.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"touch", "/tmp/go"}, Timeout: 10})
 	if err != nil || ex.ExitCode != 0 {
 		t.Fatalf("ExecSync after restart: %v %v", ex, err)
@@ -364,4 +368,29 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestLostNamespaces: after a reboot RunDir is empty; a sandbox whose
+// namespace files are gone comes back not ready, and removes cleanly.
+func TestLostNamespaces(t *testing.T) {
+	e := newEnv(t)
+	pod, _ := e.runPod("rebooted")
+	e.shutdown()
+	st := e.rt.sandboxes[pod].st
+	for _, p := range []string{st.NetNS, st.IPCNS, st.UTSNS} {
+		if err := releaseNamespace(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.start()
+	ps, err := e.rs.PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod})
+	if err != nil || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox without namespaces: %v %v", ps, err)
+	}
+	if _, err := e.rs.RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("left behind:\n%s", strings.Join(left, "\n"))
+	}
 }
