@@ -258,6 +258,15 @@ func (e *env) leftovers() []string {
 			}
 		}
 	}
+	// Processes: monitors name their state directory, runc its root.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, e.root+"/") || strings.Contains(cmd, e.run+"/") {
+			out = append(out, "process "+filepath.Base(filepath.Dir(p))+": "+cmd)
+		}
+	}
 	ents, _ := os.ReadDir(filepath.Join(e.run, "runc"))
 	for _, en := range ents {
 		out = append(out, "runc "+en.Name())

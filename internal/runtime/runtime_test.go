@@ -69,6 +69,16 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("log lacks the trap's output:\n%s", b)
 	}
 
+	// The check below can fail: before removal it sees the pod's parts.
+	kinds := map[string]bool{}
+	for _, l := range e.leftovers() {
+		kinds[strings.Fields(l)[0]] = true
+	}
+	for _, k := range []string{"mount", "cgroup", "state", "runc", "rootfs"} {
+		if !kinds[k] {
+			t.Errorf("before removal, leftovers() sees no %s", k)
+		}
+	}
 	if _, err := e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}
