@@ -64,12 +64,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		Config:      raw,
 		ImageRef:    cfg.GetImage().GetImage(),
 		ImageID:     img.ID,
+		ImageName:   cfg.GetImage().GetImage(),
+		ImageDigest: img.ID,
 		CreatedAt:   time.Now().UnixNano(),
 		State:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		Bundle:      filepath.Join(r.cfg.RunDir, "containers", id),
 		CgroupsPath: filepath.Join(sbst.CgroupParent, id),
 		StopSignal:  img.Config.StopSignal,
 		config:      cfg,
+	}
+	if len(img.RepoTags) > 0 {
+		st.ImageName = img.RepoTags[0]
+	}
+	if len(img.RepoDigests) > 0 {
+		st.ImageDigest = img.RepoDigests[0]
 	}
 	if s := cfg.GetStopSignal(); s != runtimeapi.Signal_RUNTIME_DEFAULT {
 		st.StopSignal = s.String()
@@ -150,8 +158,10 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 }
 
 // pidNamespace picks the container's pid namespace: the host's, a new
-// one, or (no pause process holds a pod-wide one) the namespace of the
-// sandbox's oldest running container, or of a target container.
+// one, a target container's, or for POD the namespace of the sandbox's
+// oldest running POD-mode container: no pause process holds a pod-wide
+// one, so when that container's init exits, the kernel kills the rest of
+// the namespace.
 func (r *Runtime) pidNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxState) (string, error) {
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	switch ns.GetPid() {
@@ -174,6 +184,7 @@ func (r *Runtime) pidNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxState
 		r.mu.Lock()
 		for _, c := range r.containers {
 			if c.st.SandboxID == sb.ID && c.st.State == runtimeapi.ContainerState_CONTAINER_RUNNING && c.st.Pid > 0 &&
+				c.st.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD &&
 				(oldest == nil || c.st.CreatedAt < oldest.CreatedAt) {
 				st := c.st
 				oldest = &st
@@ -427,8 +438,8 @@ func (r *Runtime) containerStatus(c *container) *runtimeapi.ContainerStatus {
 		StartedAt:   st.StartedAt,
 		FinishedAt:  st.FinishedAt,
 		ExitCode:    st.ExitCode,
-		Image:       &runtimeapi.ImageSpec{Image: st.ImageRef},
-		ImageRef:    st.ImageID,
+		Image:       &runtimeapi.ImageSpec{Image: st.ImageName},
+		ImageRef:    st.ImageDigest,
 		ImageId:     st.ImageID,
 		Reason:      st.Reason,
 		Message:     st.Message,
@@ -468,7 +479,7 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 		}
 		out = append(out, &runtimeapi.Container{
 			Id: st.ID, PodSandboxId: st.SandboxID, Metadata: st.config.GetMetadata(),
-			Image: &runtimeapi.ImageSpec{Image: st.ImageRef}, ImageRef: st.ImageID, ImageId: st.ImageID,
+			Image: &runtimeapi.ImageSpec{Image: st.ImageName}, ImageRef: st.ImageDigest, ImageId: st.ImageID,
 			State: st.State, CreatedAt: st.CreatedAt,
 			Labels: st.config.GetLabels(), Annotations: st.config.GetAnnotations(),
 		})

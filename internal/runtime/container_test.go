@@ -139,6 +139,10 @@ func TestAdoptAfterRestart(t *testing.T) {
 	if st := e.status(done); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 5 {
 		t.Errorf("exited container after restart: %v %d", st.State, st.ExitCode)
 	}
+	ps, err := e.rs.PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod})
+	if err != nil || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox after restart: %v %v", ps, err)
+	}
 	ex, err := e.rs.ExecSync(e.ctx(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"touch", "/tmp/go"}, Timeout: 10})
 	if err != nil || ex.ExitCode != 0 {
 		t.Fatalf("ExecSync after restart: %v %v", ex, err)
@@ -244,6 +248,28 @@ func TestSecurityAndNamespaces(t *testing.T) {
 			t.Errorf("readonly rootfs/masked timer_list: %q", got)
 		}
 	})
+	t.Run("sys read-only", func(t *testing.T) {
+		got := run("sysro", func(*runtimeapi.ContainerConfig) {}, "grep ' /sys ' /proc/mounts")
+		if !strings.Contains(got, " /sys sysfs ro,") {
+			t.Errorf("/sys of an unprivileged container: %q", got)
+		}
+	})
+	t.Run("privileged", func(t *testing.T) {
+		got := run("priv", func(c *runtimeapi.ContainerConfig) {
+			c.Linux.SecurityContext.Privileged = true
+		}, "grep CapEff /proc/self/status; ls /dev | wc -l; wc -c < /proc/timer_list; grep ' /sys ' /proc/mounts | tr ' ' _")
+		f := strings.Fields(got)
+		var bnd string
+		b, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapBnd:"); ok {
+				bnd = strings.TrimSpace(v)
+			}
+		}
+		if len(f) != 5 || f[1] != bnd || atoi(f[2]) < 15 || f[3] == "0" || !strings.Contains(f[4], "_/sys_sysfs_rw") {
+			t.Errorf("privileged: %q (host CapBnd %s)", got, bnd)
+		}
+	})
 	t.Run("oom_score_adj clipped", func(t *testing.T) {
 		got := run("oomadj", func(c *runtimeapi.ContainerConfig) {
 			c.Linux.Resources = &runtimeapi.LinuxContainerResources{OomScoreAdj: -998}
@@ -262,6 +288,17 @@ func TestSecurityAndNamespaces(t *testing.T) {
 		host, _ := os.Readlink("/proc/thread-self/ns/net")
 		if al[0] == host {
 			t.Errorf("the pod shares the host's network namespace %s", host)
+		}
+	})
+	t.Run("pod pid namespace", func(t *testing.T) {
+		pod := func(c *runtimeapi.ContainerConfig) {
+			c.Linux.SecurityContext.NamespaceOptions = &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD}
+		}
+		a := run("pid-a", pod, "readlink /proc/self/ns/pid")
+		b := run("pid-b", pod, "readlink /proc/self/ns/pid; ps -o args | grep -c '^sleep 3600'")
+		own := run("pid-own", func(*runtimeapi.ContainerConfig) {}, "readlink /proc/self/ns/pid")
+		if bl := strings.Fields(b); len(bl) != 2 || bl[0] != a || bl[1] != "2" || own == a {
+			t.Errorf("pod pid namespaces: a=%q b=%q own=%q", a, b, own)
 		}
 	})
 	t.Run("mounts and env", func(t *testing.T) {
@@ -296,7 +333,9 @@ func uitoa16(v uint64) string {
 	return string(b[:])
 }
 
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return fmtInt(n) }()) }
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return fmtInt(n) }())
+}
 
 func fmtInt(n int) string {
 	if n == 0 {
@@ -319,3 +358,39 @@ func fmtInt(n int) string {
 
 var _ = context.Background
 var _ = unix.Getpid
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// TestLostNamespaces: after a reboot RunDir is empty; a sandbox whose
+// namespace files are gone comes back not ready, and removes cleanly.
+func TestLostNamespaces(t *testing.T) {
+	e := newEnv(t)
+	pod, _ := e.runPod("rebooted")
+	e.shutdown()
+	st := e.rt.sandboxes[pod].st
+	for _, p := range []string{st.NetNS, st.IPCNS, st.UTSNS} {
+		if err := releaseNamespace(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.start()
+	ps, err := e.rs.PodSandboxStatus(e.ctx(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod})
+	if err != nil || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox without namespaces: %v %v", ps, err)
+	}
+	if _, err := e.rs.RemovePodSandbox(e.ctx(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("left behind:\n%s", strings.Join(left, "\n"))
+	}
+}

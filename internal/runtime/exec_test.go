@@ -120,6 +120,33 @@ func TestStreamRuntime(t *testing.T) {
 			t.Errorf("exit %d, out %q", st.ExitCode, out.String())
 		}
 	})
+	t.Run("attach tty", func(t *testing.T) {
+		cfg := ctrConfig("attachtty", "sh")
+		cfg.Stdin, cfg.Tty = true, true
+		id := e.createStart(pod, pcfg, cfg)
+		inR, inW := io.Pipe()
+		var out syncBuffer
+		resize := make(chan streaming.TerminalSize, 1)
+		resize <- streaming.TerminalSize{Width: 99, Height: 33}
+		ctx, cancel := context.WithCancel(e.ctx())
+		done := make(chan error, 1)
+		go func() { done <- sr.Attach(ctx, id, inR, &out, nil, true, resize) }()
+		waitFor(t, 10*time.Second, "the shell's answer", func() bool {
+			inW.Write([]byte("stty size; echo to-$((40+2))\n"))
+			got := out.String()
+			return strings.Contains(got, "to-42") && strings.Contains(got, "33 99")
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("attach: %v", err)
+		}
+		// The tty's output reached the log as stdout.
+		b, _ := os.ReadFile(filepath.Join(e.logs, "stream", "attachtty.log"))
+		if !strings.Contains(string(b), " stdout F to-42") {
+			t.Errorf("tty log:\n%s", b)
+		}
+		inW.Close()
+	})
 	t.Run("port-forward", func(t *testing.T) {
 		id := e.createStart(pod, pcfg, ctrConfig("web", "httpd", "-f", "-p", "8080", "-h", "/www"))
 		_ = id

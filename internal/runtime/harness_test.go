@@ -172,7 +172,10 @@ func ctrConfig(name string, cmd ...string) *runtimeapi.ContainerConfig {
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
 		Command:  cmd,
 		LogPath:  name + ".log",
-		Linux:    &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{}},
+		// As the kubelet sends it: CRI's zero value is POD.
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
 	}
 }
 
@@ -253,6 +256,15 @@ func (e *env) leftovers() []string {
 			for _, en := range ents {
 				out = append(out, "state "+filepath.Join(base, d, en.Name()))
 			}
+		}
+	}
+	// Processes: monitors name their state directory, runc its root.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, e.root+"/") || strings.Contains(cmd, e.run+"/") {
+			out = append(out, "process "+filepath.Base(filepath.Dir(p))+": "+cmd)
 		}
 	}
 	ents, _ := os.ReadDir(filepath.Join(e.run, "runc"))

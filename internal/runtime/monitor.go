@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,9 @@ func runShim(cfg shimConfig, ready *os.File) error {
 	fmt.Fprintf(ready, "ok %d\n", pid)
 	ready.Close()
 	go m.serve(l)
+	// What the binary's package initialisers allocated is garbage now:
+	// give it back, for the monitor lives as long as its container.
+	debug.FreeOSMemory()
 
 	st := m.reap(pid)
 	// Output written before the exit is drained; a background process

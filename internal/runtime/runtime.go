@@ -87,6 +87,11 @@ func (c *Config) setDefaults() error {
 	if c.Images == nil {
 		return errors.New("runtime: Images is required")
 	}
+	// The longest socket is RunDir/containers/<64 hex>/a.sock; unix
+	// socket paths hold 107 bytes.
+	if n := len(c.RunDir) + len("/containers/") + 64 + len("/a.sock"); n > 107 {
+		return fmt.Errorf("runtime: RunDir %q is too long: container sockets under it would need %d bytes, unix sockets hold 107", c.RunDir, n)
+	}
 	if c.LogRoot == "" {
 		c.LogRoot = "/var/log/pods"
 	}

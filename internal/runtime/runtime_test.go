@@ -35,6 +35,9 @@ func TestLifecycle(t *testing.T) {
 	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 || st.LogPath != logPath {
 		t.Fatalf("status = %v started %d log %q", st.State, st.StartedAt, st.LogPath)
 	}
+	if st.Image.GetImage() != "docker.io/library/busybox:latest" || !strings.HasPrefix(st.ImageId, "sha256:") || st.ImageRef == "" {
+		t.Errorf("status image %q ref %q id %q", st.Image.GetImage(), st.ImageRef, st.ImageId)
+	}
 	ex, err := e.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"cat", "/etc/hostname"}, Timeout: 10})
 	if err != nil {
 		t.Fatalf("ExecSync: %v", err)
@@ -66,6 +69,16 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("log lacks the trap's output:\n%s", b)
 	}
 
+	// The check below can fail: before removal it sees the pod's parts.
+	kinds := map[string]bool{}
+	for _, l := range e.leftovers() {
+		kinds[strings.Fields(l)[0]] = true
+	}
+	for _, k := range []string{"mount", "cgroup", "state", "runc", "rootfs"} {
+		if !kinds[k] {
+			t.Errorf("before removal, leftovers() sees no %s", k)
+		}
+	}
 	if _, err := e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}

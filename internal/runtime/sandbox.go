@@ -55,14 +55,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	st.CgroupParent = cfg.GetLinux().GetCgroupParent()
 	if st.CgroupParent == "" {
 		st.CgroupParent = filepath.Join(r.cfg.CgroupParent, "pod-"+id[:16])
+		st.OwnCgroup = true
 	}
 	if err := r.setupSandbox(ctx, &st, nsOpts); err != nil {
-		r.teardownSandbox(ctx, &st)
+		r.undoSandbox(ctx, &st)
 		return nil, grpcError(fmt.Errorf("run pod sandbox %s/%s: %w", md.GetNamespace(), md.GetName(), err))
 	}
 	st.Ready = true
 	if err := r.saveSandbox(&st); err != nil {
-		r.teardownSandbox(ctx, &st)
+		r.undoSandbox(ctx, &st)
 		return nil, grpcError(err)
 	}
 	r.mu.Lock()
@@ -126,6 +127,17 @@ func (r *Runtime) setupSandbox(ctx context.Context, st *sandboxState, ns *runtim
 		hosts += st.IPs[0] + "\t" + hostname + "\n"
 	}
 	return writeFileAtomic(filepath.Join(st.Dir, "hosts"), []byte(hosts), 0o644)
+}
+
+// undoSandbox removes what a failed RunPodSandbox made.
+func (r *Runtime) undoSandbox(ctx context.Context, st *sandboxState) {
+	ctx = context.WithoutCancel(ctx)
+	if err := r.teardownSandbox(ctx, st); err != nil {
+		r.log.Error("runtime: undoing a failed sandbox", "id", st.ID, "err", err)
+		return // the directories hold mounts still
+	}
+	os.RemoveAll(st.Dir)
+	os.RemoveAll(r.sandboxStateDir(st.ID))
 }
 
 // resolvConf renders the pod's resolv.conf, or copies the host's when
@@ -234,8 +246,10 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := r.host.removeCgroupTree(s.st.CgroupParent); err != nil {
-		return nil, grpcError(err)
+	if s.st.OwnCgroup {
+		if err := r.host.removeCgroupTree(s.st.CgroupParent); err != nil {
+			return nil, grpcError(err)
+		}
 	}
 	if err := os.RemoveAll(s.st.Dir); err != nil {
 		return nil, grpcError(err)
@@ -245,6 +259,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	}
 	r.mu.Lock()
 	delete(r.sandboxes, s.st.ID)
+	delete(r.cpuSamples, "pod:"+s.st.ID)
 	r.mu.Unlock()
 	r.log.Info("runtime: sandbox removed", "id", s.st.ID)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil

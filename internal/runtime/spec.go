@@ -209,10 +209,11 @@ func (r *Runtime) buildSpec(in specInput) (*specs.Spec, error) {
 		if sc.GetMaskedPaths() != nil {
 			s.Linux.MaskedPaths = sc.GetMaskedPaths()
 		}
-		s.Linux.ReadonlyPaths = defaultReadonlyPaths
+		ro := defaultReadonlyPaths
 		if sc.GetReadonlyPaths() != nil {
-			s.Linux.ReadonlyPaths = sc.GetReadonlyPaths()
+			ro = sc.GetReadonlyPaths()
 		}
+		s.Linux.ReadonlyPaths = append([]string{"/sys"}, ro...)
 	}
 	if s.Linux.Seccomp, err = seccompFor(sc); err != nil {
 		return nil, err
@@ -291,10 +292,11 @@ func (r *Runtime) linuxResources(res *runtimeapi.LinuxContainerResources) *specs
 // sandbox's /etc files and /dev/shm, then the CRI mounts, which replace
 // a standard mount of the same destination.
 func mountsFor(in specInput, privileged bool) ([]specs.Mount, string, error) {
-	sysOpts := []string{"nosuid", "noexec", "nodev", "ro"}
-	if privileged {
-		sysOpts = []string{"nosuid", "noexec", "nodev", "rw"}
-	}
+	// sysfs is mounted rw and made read-only per mount (readonlyPaths),
+	// for all mounts of sysfs in one network namespace share one
+	// superblock: a "ro" mount would make /sys read-only for the pod's
+	// privileged containers too.
+	sysOpts := []string{"nosuid", "noexec", "nodev", "rw"}
 	std := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},

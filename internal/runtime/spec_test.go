@@ -189,3 +189,46 @@ func TestRuncMessage(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestSeccompProfiles(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	os.WriteFile(good, []byte(`{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","write"],"action":"SCMP_ACT_ALLOW"}]}`), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"syscalls":[]}`), 0o644)
+	for _, tc := range []struct {
+		name  string
+		sc    *runtimeapi.LinuxContainerSecurityContext
+		deflt string
+		err   string
+	}{
+		{"none", &runtimeapi.LinuxContainerSecurityContext{}, "", ""},
+		{"runtime default", &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}, "SCMP_ACT_ALLOW", ""},
+		{"unconfined", &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}}, "", ""},
+		{"localhost", &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: good}}, "SCMP_ACT_ERRNO", ""},
+		{"localhost without defaultAction", &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: bad}}, "", "defaultAction"},
+		{"localhost missing", &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: filepath.Join(dir, "nope")}}, "", "no such file"},
+		{"privileged ignores it", &runtimeapi.LinuxContainerSecurityContext{Privileged: true, Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}, "", ""},
+		{"legacy path", &runtimeapi.LinuxContainerSecurityContext{SeccompProfilePath: "runtime/default"}, "SCMP_ACT_ALLOW", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := seccompFor(tc.sc)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if s != nil {
+				got = string(s.DefaultAction)
+			}
+			if got != tc.deflt {
+				t.Errorf("default action %q, want %q", got, tc.deflt)
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -33,9 +35,13 @@ type sandboxState struct {
 	ShmMounted   bool
 	Dir          string // under RunDir: hostname, hosts, resolv.conf, shm
 	CgroupParent string // the pod's cgroup, as given to runc (absolute or relative)
-	IPs          []string
-	LogDir       string
-	Pid          runtimeapi.NamespaceMode
+	// OwnCgroup is set when CgroupParent is ours, not the kubelet's: the
+	// kubelet's pod cgroup outlives the sandbox (a pod's next sandbox
+	// uses it too), ours goes with it.
+	OwnCgroup bool
+	IPs       []string
+	LogDir    string
+	Pid       runtimeapi.NamespaceMode
 
 	config *runtimeapi.PodSandboxConfig
 }
@@ -50,22 +56,26 @@ type containerState struct {
 	ID, SandboxID string
 	Config        []byte // proto of *runtimeapi.ContainerConfig
 	ImageRef      string // what the kubelet asked for
-	ImageID       string
-	CreatedAt     int64
-	StartedAt     int64
-	FinishedAt    int64
-	State         runtimeapi.ContainerState
-	ExitCode      int32
-	Reason        string
-	Message       string
-	Bundle        string // RunDir/containers/<id>
-	Rootfs        string
-	LogPath       string
-	CgroupsPath   string // as given to runc
-	StopSignal    string
-	ShimPid       int
-	ShimStart     uint64 // the shim's start time in clock ticks, against pid reuse
-	Pid           int    // the container's init process, host pid namespace
+	ImageID       string // the config digest
+	// ImageName and ImageDigest are what statuses report, as containerd
+	// does: the image's first normalised tag, and its first repo digest
+	// (name@sha256:…) or else its ID.
+	ImageName, ImageDigest string
+	CreatedAt              int64
+	StartedAt              int64
+	FinishedAt             int64
+	State                  runtimeapi.ContainerState
+	ExitCode               int32
+	Reason                 string
+	Message                string
+	Bundle                 string // RunDir/containers/<id>
+	Rootfs                 string
+	LogPath                string
+	CgroupsPath            string // as given to runc
+	StopSignal             string
+	ShimPid                int
+	ShimStart              uint64 // the shim's start time in clock ticks, against pid reuse
+	Pid                    int    // the container's init process, host pid namespace
 
 	config *runtimeapi.ContainerConfig
 }
@@ -155,6 +165,13 @@ func (r *Runtime) load() error {
 			r.log.Warn("runtime: skipping sandbox with corrupt config", "id", st.ID, "err", err)
 			continue
 		}
+		if st.Ready && !namespacesPinned(&st) {
+			// A reboot (RunDir is a tmpfs) took the namespaces.
+			r.log.Warn("runtime: sandbox lost its namespaces; marking it not ready", "id", st.ID)
+			st.Ready = false
+			st.NetNS, st.IPCNS, st.UTSNS = "", "", ""
+			r.saveSandbox(&st)
+		}
 		r.sandboxes[st.ID] = &sandbox{st: st}
 	}
 	cs, err := os.ReadDir(filepath.Join(r.cfg.Root, "containers"))
@@ -235,4 +252,19 @@ func (r *Runtime) lookupContainer(id string) (*container, error) {
 		return nil, notFound("container", id)
 	}
 	return found, nil
+}
+
+// namespacesPinned reports whether every namespace file of a sandbox
+// still has its namespace mounted on it.
+func namespacesPinned(st *sandboxState) bool {
+	for _, p := range []string{st.NetNS, st.IPCNS, st.UTSNS} {
+		if p == "" {
+			continue
+		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(p, &fs); err != nil || fs.Type != unix.NSFS_MAGIC {
+			return false
+		}
+	}
+	return true
 }
