@@ -3,6 +3,7 @@ package imagetest
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -65,6 +66,14 @@ var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // nothing added or checked: it can express malformed layers ("../x").
 func Tar(t testing.TB, entries ...Entry) []byte {
 	t.Helper()
+	b, err := tarOf(entries)
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	return b
+}
+
+func tarOf(entries []Entry) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -92,18 +101,18 @@ func Tar(t testing.TB, entries ...Entry) []byte {
 			hdr.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatalf("imagetest: tar header %q: %v", e.Name, err)
+			return nil, fmt.Errorf("tar header %q: %w", e.Name, err)
 		}
 		if hdr.Typeflag == tar.TypeReg {
 			if _, err := io.WriteString(tw, e.Body); err != nil {
-				t.Fatalf("imagetest: tar body %q: %v", e.Name, err)
+				return nil, fmt.Errorf("tar body %q: %w", e.Name, err)
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatalf("imagetest: tar close: %v", err)
+		return nil, fmt.Errorf("tar close: %w", err)
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // Layer builds a gzip-compressed layer from entries (see Tar).
@@ -115,46 +124,65 @@ func Layer(t testing.TB, entries ...Entry) v1.Layer {
 // LayerFromTar wraps an uncompressed tar stream as a gzip-compressed layer.
 func LayerFromTar(t testing.TB, tarBytes []byte) v1.Layer {
 	t.Helper()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(tarBytes)), nil
-	})
+	l, err := layerOf(tarBytes)
 	if err != nil {
 		t.Fatalf("imagetest: layer: %v", err)
 	}
 	return l
 }
 
+func layerOf(tarBytes []byte) (v1.Layer, error) {
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(tarBytes)), nil
+	})
+}
+
 // Image builds a linux/amd64 image of layers (bottom first) with
 // Cmd ["sh"] and the default PATH. Zero layers give an empty image.
 func Image(t testing.TB, layers ...v1.Layer) v1.Image {
 	t.Helper()
+	img, err := imageOf(layers)
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	return img
+}
+
+func imageOf(layers []v1.Layer) (v1.Image, error) {
 	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
-		t.Fatalf("imagetest: append layers: %v", err)
+		return nil, fmt.Errorf("append layers: %w", err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		t.Fatalf("imagetest: config: %v", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Cmd = []string{"sh"}
 	cf.Config.Env = []string{DefaultPath}
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatalf("imagetest: set config: %v", err)
-	}
-	return img
+	return mutate.ConfigFile(img, cf)
 }
 
 // BusyboxLayer is the single layer of the Busybox image. It skips the
 // test when /bin/busybox is missing.
 func BusyboxLayer(t testing.TB) v1.Layer {
 	t.Helper()
+	if _, err := os.Stat(BusyboxPath); err != nil {
+		t.Skipf("imagetest: the busybox image needs a static %s (apt-get install busybox-static): %v", BusyboxPath, err)
+	}
+	l, err := busyboxLayer()
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	return l
+}
+
+func busyboxLayer() (v1.Layer, error) {
 	bin, err := os.ReadFile(BusyboxPath)
 	if err != nil {
-		t.Skipf("imagetest: the busybox image needs a static %s (apt-get install busybox-static): %v", BusyboxPath, err)
+		return nil, fmt.Errorf("the busybox image needs a static %s (apt-get install busybox-static): %w", BusyboxPath, err)
 	}
 	entries := []Entry{
 		{Name: "bin/", Type: tar.TypeDir},
@@ -174,7 +202,11 @@ func BusyboxLayer(t testing.TB) v1.Layer {
 		Entry{Name: "dev/", Type: tar.TypeDir},
 		Entry{Name: "var/", Type: tar.TypeDir},
 	)
-	return Layer(t, entries...)
+	b, err := tarOf(entries)
+	if err != nil {
+		return nil, err
+	}
+	return layerOf(b)
 }
 
 // Busybox is a one-layer linux/amd64 image: /bin/busybox with its applet
@@ -184,6 +216,24 @@ func BusyboxLayer(t testing.TB) v1.Layer {
 func Busybox(t testing.TB) v1.Image {
 	t.Helper()
 	return Image(t, BusyboxLayer(t))
+}
+
+// WriteBusyboxArchive writes the Busybox image as a `docker save`
+// tarball named tag, without a test: for benchmarks and tools.
+func WriteBusyboxArchive(path, tag string) error {
+	l, err := busyboxLayer()
+	if err != nil {
+		return err
+	}
+	img, err := imageOf([]v1.Layer{l})
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewTag(tag, name.WeakValidation)
+	if err != nil {
+		return err
+	}
+	return tarball.WriteToFile(path, ref, img)
 }
 
 // WriteDockerArchive writes img as a `docker save` tarball at path, named
