@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ type testKubelet struct {
 	k      *Kubelet
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
 }
 
 type e2eEnv struct {
@@ -96,12 +98,16 @@ func (e *e2eEnv) start() {
 	e.kl = tk
 }
 
+// stop ends the kubelet and waits for Run to return (once).
 func (tk *testKubelet) stop() {
-	tk.cancel()
-	select {
-	case <-tk.done:
-	case <-time.After(30 * time.Second):
-	}
+	tk.once.Do(func() {
+		tk.cancel()
+		select {
+		case <-tk.done:
+		case <-time.After(30 * time.Second):
+			panic("kubelet did not stop in 30 s")
+		}
+	})
 }
 
 // eventually polls cond until it holds or 20 s pass.
