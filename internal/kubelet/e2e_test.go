@@ -375,6 +375,51 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("volumes: configMap, secret, downwardAPI and a projected token, as files", func(t *testing.T) {
+		if _, err := e.c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.Client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+			Data: map[string][]byte{"user": []byte("admin"), "pass": []byte("pw")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files", Labels: map[string]string{"tier": "db"}}, Spec: corev1.PodSpec{
+			ServiceAccountName: "runner",
+			Containers:         []corev1.Container{{Name: "c", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"},
+					Items: []corev1.KeyToPath{{Key: "color", Path: "colors/current"}}}}},
+				{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds", DefaultMode: ptr.To(int32(0o400))}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+				{Name: "api", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3600))}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+				}}}},
+			},
+		}})
+		e.waitPod("files", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		vol := filepath.Join(e.root, "kubelet", "pods", string(p.UID), "volumes")
+		for path, want := range map[string]string{
+			pluginConfigMap + "/cfg/colors/current": "teal",
+			pluginSecret + "/sec/user":              "admin",
+			pluginDownward + "/info/labels":         `tier="db"`,
+			pluginProjected + "/api/namespace":      "default",
+		} {
+			b, err := os.ReadFile(filepath.Join(vol, path))
+			if err != nil || string(b) != want {
+				t.Errorf("%s = %q (%v), want %q", path, b, err, want)
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(vol, pluginSecret, "sec", "pass")); err != nil || fi.Mode().Perm() != 0o400 {
+			t.Errorf("secret file mode: %v %v", fi, err)
+		}
+		tok, err := os.ReadFile(filepath.Join(vol, pluginProjected, "api", "token"))
+		if err != nil || strings.Count(string(tok), ".") != 2 {
+			t.Errorf("token %q: %v", tok, err)
+		}
+	})
+
 	t.Run("the kubelet API: who may ask, /pods, /run, metrics", func(t *testing.T) {
 		if _, _, err := e.kubeletDo(nil, "GET", "/healthz"); err == nil {
 			t.Error("a client without a certificate got through")
