@@ -96,7 +96,7 @@
 //
 // # Not yet
 //
-// Probes (readiness is "running"), postStart hooks, eviction, persistent
+// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks run), eviction, persistent
 // volumes, emptyDir medium Memory (a directory, not tmpfs), image garbage
 // collection, resource admission beyond the scheduler's, static pods,
 // sidecar (restartPolicy Always) init containers beyond running in order.

@@ -453,6 +453,45 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a followed log streams appends, follows a rotation and ends with the container", func(t *testing.T) {
+		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tail"}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+		p := e.waitPod("tail", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		id := strings.TrimPrefix(cstatus(p, "c").ContainerID, "fake://")
+		e.fake.mu.Lock()
+		logPath := e.fake.containers[id].logPath
+		e.fake.mu.Unlock()
+		cfg := &tls.Config{RootCAs: e.c.Server.PKI.CAPool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{e.admin}}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 20 * time.Second}
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/containerLogs/default/tail/c?follow=true", e.kl.k.Port()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		lines := bufio.NewReader(resp.Body)
+		expect := func(want string) {
+			t.Helper()
+			l, err := lines.ReadString('\n')
+			if err != nil || !strings.Contains(l, want) {
+				t.Fatalf("line %q (%v), want %q", l, err, want)
+			}
+		}
+		expect("started c attempt 0")
+		expect("env ")
+		appendLog(logPath, "stdout", "one more")
+		expect("one more")
+		if err := os.Rename(logPath, logPath+".1"); err != nil {
+			t.Fatal(err)
+		}
+		appendLog(logPath, "stdout", "after the rotation")
+		expect("after the rotation")
+		e.fake.exit(id, 0)
+		expect("exiting with 0")
+		if rest, err := io.ReadAll(lines); err != nil || len(rest) != 0 {
+			t.Errorf("after the exit: %q %v", rest, err)
+		}
+	})
+
 	t.Run("exec is proxied to the runtime's stream, upgrade and all", func(t *testing.T) {
 		stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !strings.HasPrefix(r.URL.Path, "/exec/") || r.Header.Get("Upgrade") != "test-stream" {

@@ -101,6 +101,7 @@ const (
 	reasonCreateConfigError   = "CreateContainerConfigError"
 	reasonCreateContainerErr  = "CreateContainerError"
 	reasonRunContainerError   = "RunContainerError"
+	reasonPostStartHookError  = "PostStartHookError"
 	reasonCreatePodSandboxErr = "CreatePodSandboxError"
 )
 
