@@ -561,6 +561,18 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("syncs with nothing new write nothing", func(t *testing.T) {
+		before := e.pod("web")
+		for range 3 {
+			n := e.kl.k.syncs.Load()
+			e.kl.k.trigger(before.UID)
+			e.eventually("a sync", func() (bool, error) { return e.kl.k.syncs.Load() > n, nil })
+		}
+		if after := e.pod("web"); after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("the pod was written: %s -> %s\n%+v\n%+v", before.ResourceVersion, after.ResourceVersion, before.Status, after.Status)
+		}
+	})
+
 	t.Run("deletion: containers stop, the pod goes from the API and the node", func(t *testing.T) {
 		p := e.pod("web")
 		if err := pods.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {

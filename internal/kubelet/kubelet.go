@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,8 @@ type Kubelet struct {
 	lease    leaseState
 
 	ready chan struct{}
+	// syncs counts finished pod syncs (tests wait on it).
+	syncs atomic.Int64
 }
 
 // Indexes of the pod informer.
