@@ -19,6 +19,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -47,6 +48,7 @@ type testKubelet struct {
 type e2eEnv struct {
 	t     *testing.T
 	c     *clustertest.Cluster
+	node  kubernetes.Interface // system:node:node-1
 	fake  *fakeCRI
 	root  string
 	logs  string
@@ -59,6 +61,7 @@ func newE2E(t *testing.T) *e2eEnv {
 	c := clustertest.Start(t, clustertest.Options{})
 	e := &e2eEnv{t: t, c: c, fake: startFakeCRI(t), root: t.TempDir(), logs: t.TempDir()}
 	e.fake.images["busybox"] = true
+	e.node = nodeClient(t, c)
 	var err error
 	if e.cert, err = c.Server.PKI.IssueServingCert(testNode, []net.IP{net.IPv4(127, 0, 0, 1)}, nil, time.Hour); err != nil {
 		t.Fatal(err)
@@ -75,7 +78,7 @@ func (e *e2eEnv) start() {
 	resolv := filepath.Join(e.root, "resolv.conf")
 	os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch example.test\n"), 0o644)
 	k, err := New(Config{
-		NodeName: testNode, Client: e.c.Client, RuntimeEndpoint: e.fake.endpoint,
+		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.fake.endpoint,
 		RootDir: filepath.Join(e.root, "kubelet"), PodLogsDir: e.logs, ResolvConf: resolv,
 		ServingCert: e.cert, ClientCAs: e.c.Server.PKI.CAPool,
 		RelistPeriod: 100 * time.Millisecond, NodeStatusUpdateFrequency: time.Second,
@@ -99,6 +102,42 @@ func (e *e2eEnv) start() {
 }
 
 // stop ends the kubelet and waits for Run to return (once).
+// kubeletRules is what a kubelet does with the API: the rules upstream's
+// system:node role grants it (less what it does not use yet).
+var kubeletRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "patch"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+}
+
+// nodeClient is a client as system:node:node-1 in system:nodes, allowed
+// kubeletRules.
+func nodeClient(t *testing.T, c *clustertest.Cluster) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test:kubelet"}, Rules: kubeletRules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test:kubelet"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test:kubelet"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := c.Server.PKI.IssueClientCert("system:node:"+testNode, []string{"system:nodes"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &rest.Config{Host: c.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: c.Server.PKI.CAPEM, CertData: certPEM, KeyData: keyPEM}, QPS: -1}
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
 func (tk *testKubelet) stop() {
 	tk.once.Do(func() {
 		tk.cancel()
@@ -492,9 +531,9 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("exec is proxied to the runtime's stream, upgrade and all", func(t *testing.T) {
+	t.Run("exec, attach and port-forward are proxied to the runtime's stream, upgrade and all", func(t *testing.T) {
 		stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !strings.HasPrefix(r.URL.Path, "/exec/") || r.Header.Get("Upgrade") != "test-stream" {
+			if r.Header.Get("Upgrade") != "test-stream" {
 				http.Error(w, "unexpected "+r.URL.String(), http.StatusBadRequest)
 				return
 			}
@@ -506,29 +545,42 @@ func TestKubeletE2E(t *testing.T) {
 			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
 			rw.Flush()
 			line, _ := rw.ReadString('\n')
-			rw.WriteString("echo:" + line)
+			rw.WriteString(r.URL.Path + " echo:" + line)
 			rw.Flush()
 		}))
 		defer stream.Close()
 		e.fake.mu.Lock()
 		e.fake.streamURL = stream.URL
 		e.fake.mu.Unlock()
-		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", e.kl.k.Port()), &tls.Config{RootCAs: e.c.Server.PKI.CAPool, ServerName: "127.0.0.1",
-			Certificates: []tls.Certificate{e.admin}, NextProtos: []string{"http/1.1"}})
-		if err != nil {
-			t.Fatal(err)
+		web := e.pod("web")
+		appID := strings.TrimPrefix(cstatus(web, "app").ContainerID, "fake://")
+		for _, tc := range []struct{ path, want string }{
+			{"/exec/default/web/app?command=sh&input=1&output=1", "/exec/" + appID},
+			{"/attach/default/web/" + string(web.UID) + "/app?input=1&output=1&tty=1", "/attach/" + appID},
+			{"/portForward/default/web?port=8080", "/portforward/"},
+		} {
+			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", e.kl.k.Port()), &tls.Config{RootCAs: e.c.Server.PKI.CAPool, ServerName: "127.0.0.1",
+				Certificates: []tls.Certificate{e.admin}, NextProtos: []string{"http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n", tc.path)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				conn.Close()
+				t.Fatalf("%s: upgrade: %v %v", tc.path, resp, err)
+			}
+			fmt.Fprintf(conn, "ping\n")
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := br.ReadString('\n')
+			if err != nil || !strings.HasPrefix(got, tc.want) || !strings.HasSuffix(got, " echo:ping\n") {
+				t.Errorf("%s: through the stream: %q %v", tc.path, got, err)
+			}
+			conn.Close()
 		}
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /exec/default/web/app?command=sh&input=1&output=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
-		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-			t.Fatalf("upgrade: %v %v", resp, err)
-		}
-		fmt.Fprintf(conn, "ping\n")
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if got, err := br.ReadString('\n'); err != nil || got != "echo:ping\n" {
-			t.Errorf("through the stream: %q %v", got, err)
+		if code, body, _ := e.kubeletDo(&e.admin, "POST", "/exec/default/web/nope?command=sh"); code != http.StatusNotFound {
+			t.Errorf("exec in a container the pod has not: %d %q", code, body)
 		}
 	})
 
