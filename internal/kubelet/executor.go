@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -245,8 +246,19 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a action,
 		return reasonRunContainerError, err
 	}
 	k.cfg.Logger.Info("container started", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", id, "restart", restart)
+	if h := c.Lifecycle; h != nil && h.PostStart != nil && h.PostStart.Exec != nil {
+		// As upstream: a failed postStart hook kills the container, which
+		// then restarts as its policy says.
+		if msg := k.runHook(ctx, id, h.PostStart.Exec.Command, postStartTimeout); msg != "" {
+			k.killContainers(ctx, pod, []action{{Kind: actKillContainer, ContainerID: id, Grace: minGrace}}, podObserved{})
+			return reasonPostStartHookError, fmt.Errorf("PostStartHook failed: %s", msg)
+		}
+	}
 	return "", nil
 }
+
+// postStartTimeout bounds a postStart hook.
+const postStartTimeout = 30 * time.Second
 
 func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 	if pod == nil {
@@ -290,13 +302,22 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 
 // runPreStop runs an exec preStop hook, bounded by the grace period.
 func (k *Kubelet) runPreStop(ctx context.Context, id string, cmd []string, grace time.Duration) {
-	cctx, cancel := context.WithTimeout(ctx, grace)
+	if msg := k.runHook(ctx, id, cmd, grace); msg != "" {
+		k.cfg.Logger.Info("preStop hook failed", "id", id, "err", msg)
+	}
+}
+
+// runHook runs an exec hook in container id within timeout; it returns
+// why it failed, or "".
+func (k *Kubelet) runHook(ctx context.Context, id string, cmd []string, timeout time.Duration) string {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := k.cri.rt.ExecSync(cctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(grace / time.Second)})
+	r, err := k.cri.rt.ExecSync(cctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(max(timeout/time.Second, 1))})
 	switch {
 	case err != nil:
-		k.cfg.Logger.Info("preStop hook failed", "id", id, "err", err)
+		return err.Error()
 	case r.ExitCode != 0:
-		k.cfg.Logger.Info("preStop hook failed", "id", id, "exit", r.ExitCode, "stderr", string(r.Stderr))
+		return fmt.Sprintf("command %q exited with %d: %s", strings.Join(cmd, " "), r.ExitCode, strings.TrimSpace(string(r.Stdout)+string(r.Stderr)))
 	}
+	return ""
 }

@@ -7,9 +7,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +55,8 @@ type Kubelet struct {
 	lease    leaseState
 
 	ready chan struct{}
+	// syncs counts finished pod syncs (tests wait on it).
+	syncs atomic.Int64
 }
 
 // Indexes of the pod informer.
@@ -123,14 +127,31 @@ func New(cfg Config) (*Kubelet, error) {
 		}
 	}
 	if _, err := k.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { k.podChanged(obj) },
-		UpdateFunc: func(_, obj any) { k.podChanged(obj) },
+		AddFunc: func(obj any) { k.podChanged(obj) },
+		UpdateFunc: func(old, obj any) {
+			// The kubelet's own status writes come back as updates; only
+			// what the kubelet acts on wakes the worker (the status shows
+			// what the last sync saw, e.g. ErrImagePull before
+			// ImagePullBackOff).
+			if o, n := old.(*corev1.Pod), obj.(*corev1.Pod); statusOnlyChange(o, n) {
+				return
+			}
+			k.podChanged(obj)
+		},
 		DeleteFunc: func(obj any) { k.podChanged(obj) },
 	}); err != nil {
 		k.close()
 		return nil, err
 	}
 	return k, nil
+}
+
+// statusOnlyChange: nothing but the status (and the version) differs.
+func statusOnlyChange(o, n *corev1.Pod) bool {
+	return o.UID == n.UID && equality.Semantic.DeepEqual(o.Spec, n.Spec) && equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) &&
+		equality.Semantic.DeepEqual(o.DeletionGracePeriodSeconds, n.DeletionGracePeriodSeconds) &&
+		equality.Semantic.DeepEqual(o.Labels, n.Labels) && equality.Semantic.DeepEqual(o.Annotations, n.Annotations) &&
+		(o.Status.Phase == n.Status.Phase || !podIsTerminal(n))
 }
 
 func dropManagedFields(obj any) (any, error) {

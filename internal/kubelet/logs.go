@@ -82,44 +82,62 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, parts []stri
 	if flusher != nil {
 		flusher.Flush()
 	}
-	k.followLog(ctx, lr, lw, flusher, id, opts)
+	k.followLog(ctx, f, lr, lw, flusher, id, path, opts)
 }
 
 // followLog writes what is appended to the log until the container stops
-// (and its last lines are out), the client goes, or the byte limit.
-func (k *Kubelet) followLog(ctx context.Context, lr *logReader, lw *kubeletapi.LogWriter, flusher http.Flusher, id string, opts kubeletapi.LogOptions) {
+// (and its last lines are out), the client goes, or the byte limit. When
+// the runtime rotates the file (a new file at path), the rest of the old
+// one is written and the new one followed.
+func (k *Kubelet) followLog(ctx context.Context, f *os.File, lr *logReader, lw *kubeletapi.LogWriter, flusher http.Flusher, id, path string, opts kubeletapi.LogOptions) {
 	t := k.cfg.Clock.NewTicker(followPoll)
 	defer t.Stop()
-	checks := 0
-	for {
+	// drain writes every complete record; false: stop following.
+	drain := func() bool {
 		wrote := false
+		defer func() {
+			if wrote && flusher != nil {
+				flusher.Flush()
+			}
+		}()
 		for {
 			l, err := lr.next()
 			if err != nil {
-				break
+				return true
 			}
 			if !opts.Since.IsZero() && l.At.Before(opts.Since) {
 				continue
 			}
 			if !lw.Write(l) {
-				return
+				return false
 			}
 			wrote = true
 		}
-		if wrote && flusher != nil {
-			flusher.Flush()
+	}
+	checks := 0
+	for {
+		if !drain() {
+			return
 		}
-		// Once a second, ask whether the container still runs; after it
-		// stopped, one more read takes what it wrote last.
+		// Once a second, ask whether the container still runs (after it
+		// stopped, one more read takes what it wrote last) and whether
+		// its log was rotated.
 		if checks++; checks%5 == 0 {
 			if _, running, err := k.containerLogFile(ctx, id); err != nil || !running {
-				for {
-					l, err := lr.next()
-					if err != nil {
-						return
-					}
-					if !lw.Write(l) {
-						return
+				drain()
+				return
+			}
+			if cur, err := os.Stat(path); err == nil {
+				if old, err := f.Stat(); err == nil && !os.SameFile(cur, old) {
+					if nf, err := os.Open(path); err == nil {
+						if !drain() {
+							nf.Close()
+							return
+						}
+						f.Close()
+						f = nf
+						lr = &logReader{r: bufio.NewReaderSize(f, 64<<10)}
+						defer nf.Close()
 					}
 				}
 			}

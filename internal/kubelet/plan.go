@@ -101,6 +101,7 @@ const (
 	reasonCreateConfigError   = "CreateContainerConfigError"
 	reasonCreateContainerErr  = "CreateContainerError"
 	reasonRunContainerError   = "RunContainerError"
+	reasonPostStartHookError  = "PostStartHookError"
 	reasonCreatePodSandboxErr = "CreatePodSandboxError"
 )
 
@@ -304,12 +305,14 @@ const (
 	initFailed
 )
 
-// planInit runs the init containers one at a time, in order.
+// planInit runs the init containers one at a time, in order; a new
+// sandbox runs them all again, so only instances in the current one
+// count.
 func planInit(p *plan, in planInput, sandboxID string, grace time.Duration) initResult {
 	pod, obs := in.Pod, &in.Observed
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		l := obs.latest(c.Name)
+		l := obs.latestIn(c.Name, sandboxID)
 		switch {
 		case l == nil:
 			planStart(p, in, c, true, sandboxID)

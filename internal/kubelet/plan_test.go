@@ -208,6 +208,14 @@ func TestComputePlan(t *testing.T) {
 			want:   []string{"StartContainer i2 #0"},
 		},
 		{
+			name: "init: done in an old sandbox only: run again in the new one",
+			pod:  withInit(testPod(corev1.RestartPolicyAlways, "a"), "i1"),
+			obs: podObserved{Sandboxes: []observedSandbox{readySandbox(1), deadSandbox(0)},
+				Containers: []observedContainer{exited("i1", 0, 0, t0)}},
+			images: present,
+			want:   []string{"StartContainer i1 #1"},
+		},
+		{
 			name:   "init: one running, nothing else",
 			pod:    withInit(testPod(corev1.RestartPolicyAlways, "a"), "i1", "i2"),
 			obs:    podObserved{Sandboxes: []observedSandbox{readySandbox(0)}, Containers: []observedContainer{running("i1", 0)}},

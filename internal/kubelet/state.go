@@ -112,6 +112,17 @@ func (o *podObserved) latest(name string) *observedContainer {
 	return nil
 }
 
+// latestIn is the named container's newest instance in the sandbox, or
+// nil.
+func (o *podObserved) latestIn(name, sandboxID string) *observedContainer {
+	for i := range o.Containers {
+		if c := &o.Containers[i]; c.Name == name && c.SandboxID == sandboxID {
+			return c
+		}
+	}
+	return nil
+}
+
 // running lists every running container.
 func (o *podObserved) running() []*observedContainer {
 	var out []*observedContainer

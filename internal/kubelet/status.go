@@ -266,7 +266,7 @@ func podConditions(in statusInput, st *corev1.PodStatus, sb *observedSandbox) []
 		out = append([]corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}}, out...)
 	}
 	set := func(typ corev1.PodConditionType, ok bool, reason, message string) {
-		c := corev1.PodCondition{Type: typ, Status: corev1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: now}
+		c := corev1.PodCondition{Type: typ, ObservedGeneration: pod.Generation, Status: corev1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: now}
 		if ok {
 			c.Status, c.Reason, c.Message = corev1.ConditionTrue, "", ""
 		}

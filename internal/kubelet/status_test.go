@@ -285,3 +285,65 @@ func TestQOSClass(t *testing.T) {
 		})
 	}
 }
+
+func TestLogContainerID(t *testing.T) {
+	term := func(id string, code int32) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ContainerID: id, ExitCode: code}
+	}
+	pod := func(cs corev1.ContainerStatus) *corev1.Pod {
+		cs.Name = "c"
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		cs       corev1.ContainerStatus
+		previous bool
+		want     string
+		wantErr  string
+	}{
+		{"running", corev1.ContainerStatus{ContainerID: "rudder://a", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, false, "a", ""},
+		{"previous of a running one", corev1.ContainerStatus{ContainerID: "rudder://b", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: term("rudder://a", 1)}}, true, "a", ""},
+		{"no previous", corev1.ContainerStatus{ContainerID: "rudder://a", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, true, "",
+			`previous terminated container "c" in pod "p" not found`},
+		{"terminated", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term("rudder://t", 0)}}, false, "t", ""},
+		{"crash looping: the last exit", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff}},
+			LastTerminationState: corev1.ContainerState{Terminated: term("rudder://x", 2)}}, false, "x", ""},
+		{"never ran", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonErrImagePull}}}, false, "",
+			`container "c" in pod "p" is waiting to start: image can't be pulled`},
+		{"creating", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}}}, false, "",
+			`container "c" in pod "p" is waiting to start: ContainerCreating`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := logContainerID(pod(tc.cs), "c", tc.previous)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || id != tc.want {
+				t.Errorf("got %q %v, want %q", id, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusOnlyChange(t *testing.T) {
+	a := testPod(corev1.RestartPolicyAlways, "a")
+	b := a.DeepCopy()
+	b.Status.Phase, b.ResourceVersion = corev1.PodRunning, "2"
+	if !statusOnlyChange(a, b) {
+		t.Error("a status write counted as a change")
+	}
+	c := b.DeepCopy()
+	c.DeletionTimestamp = &metav1.Time{Time: t0}
+	if statusOnlyChange(b, c) {
+		t.Error("a deletion did not count")
+	}
+	d := b.DeepCopy()
+	d.Spec.Containers[0].Image = "busybox:2"
+	if statusOnlyChange(b, d) {
+		t.Error("an image change did not count")
+	}
+}

@@ -67,6 +67,7 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 		case <-requeue:
 		}
 		done, after := k.syncPod(ctx, w)
+		k.syncs.Add(1)
 		if done {
 			k.mu.Lock()
 			// A wake-up that came in meanwhile starts a new worker.

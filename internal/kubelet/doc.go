@@ -1,0 +1,103 @@
+// Package kubelet is rudder's node agent: it registers its Node, keeps
+// the node's lease and status, runs the pods bound to the node as
+// containers through any CRI runtime, reports their status, and serves
+// the kubelet API (logs, exec, attach, port-forward, stats) that the API
+// server reaches for kubectl.
+//
+// It talks to exactly two things: the API server (client-go, as
+// system:node:<name>) and the container runtime (the CRI gRPC API on a
+// unix socket — rudder's internal/runtime, or containerd, or CRI-O). It
+// imports no other component.
+//
+// # Usage
+//
+//	k, err := kubelet.New(kubelet.Config{
+//		NodeName:        "node-1",
+//		Client:          nodeClient,                 // system:node:node-1
+//		RuntimeEndpoint: "unix:///run/rudder/cri.sock",
+//		KubeletPort:     kubelet.DefaultKubeletPort,
+//		ServingCert:     cert, ClientCAs: clusterCAs,
+//	})
+//	go k.Run(ctx)   // until ctx ends; pods keep running after
+//	<-k.Ready()     // registered, pods informer synced
+//
+// # The loops
+//
+//	node status   every 10 s: capacity, allocatable, conditions, images;
+//	              posted when changed, or every 5 min (node.go)
+//	lease         kube-node-lease/<node>, renewed every 10 s (node.go)
+//	pod informer  pods with spec.nodeName=<node>: a change of spec or
+//	              deletion wakes the pod's worker (kubelet.go)
+//	relist        every 1 s, ListPodSandbox + ListContainers diffed against
+//	              the last: a pod whose containers changed is woken; a pod
+//	              the runtime has and the API does not is woken too, and
+//	              its worker removes it (orphan GC) (worker.go)
+//	pod workers   one goroutine per pod UID: syncs never overlap; wake-ups
+//	              while syncing fold into one more sync; a back-off's end and
+//	              a 1 min resync wake it as well (worker.go)
+//
+// # A sync
+//
+// Each sync of a pod is observe → plan → execute → observe → status:
+//
+//  1. observe (runtime.go) reads the pod's sandboxes and containers from
+//     the runtime by the io.kubernetes.pod.uid label. Everything the
+//     kubelet knows of a running pod is there — restart counts in the
+//     io.kubernetes.container.restartCount annotation, the spec a
+//     container was made from in io.kubernetes.container.hash — so a
+//     restarted kubelet adopts what is running and starts nothing twice.
+//  2. computePlan (plan.go) is a pure function of the pod, what was
+//     observed, the back-offs and the time: the actions (create sandbox,
+//     pull image, start container i, kill, remove, stop sandbox) and the
+//     waiting reasons of what it will not start yet (CrashLoopBackOff,
+//     ImagePullBackOff, ErrImageNeverPull, InvalidImageName). Restart
+//     policies, init containers in order, the crash-loop back-off (10 s
+//     doubling to 5 min, reset after 10 min of quiet) and image pull
+//     policies all live there, tested as tables with a fixed clock.
+//  3. execute (executor.go) runs the actions through the CRI. Only here is
+//     anything changed: the sandbox config (sandbox.go: hostname, DNS,
+//     ports, the QoS cgroup parent kubepods[/burstable|/besteffort]/
+//     pod<uid>, namespaces), volumes (volumes.go: emptyDir, configMap,
+//     secret, downwardAPI and projected token files written atomically
+//     under RootDir/pods/<uid>/volumes), the environment (env.go: values,
+//     fieldRefs, resourceFieldRefs, configMap and secret keys, envFrom,
+//     service links, $(VAR) expansion) and the container config
+//     (container.go: resources, OOM score, security context, log path
+//     <container>/<restart>.log). A failed step shows as the container's
+//     waiting reason: ErrImagePull, CreateContainerConfigError,
+//     CreateContainerError, RunContainerError.
+//  4. computeStatus (status.go), also pure, makes the pod status —
+//     phase, conditions, container states with last states, restart
+//     counts, IPs — and the status writer (statuswriter.go) sends it to
+//     the status subresource only when it differs from the API's.
+//
+// # Deletion
+//
+// A pod with a deletionTimestamp is only stopped: preStop exec hooks run
+// and containers are stopped within what is left of the grace period (at
+// least 2 s), in parallel, then the sandbox. When nothing runs, the final
+// status is written (terminal: Succeeded if every container exited 0,
+// else Failed), the pod is deleted from the API with grace period 0 and
+// a UID precondition — which is what ends a graceful deletion — and its
+// containers, sandboxes and directories are removed. A pod deleted from
+// the API while the kubelet was down is found by the relist and removed
+// the same way, without API writes.
+//
+// # The kubelet API
+//
+// HTTPS on NodeIP:KubeletPort (server.go): a client certificate signed by
+// ClientCAs is required and each request is authorized by a
+// SubjectAccessReview on nodes/<subresource>, shared with the simulated
+// nodes in internal/kubeletapi. /containerLogs reads the CRI log files
+// (logs.go, crilog.go); /exec, /attach and /portForward get a streaming
+// URL from the runtime and proxy the upgraded connection to it
+// (streaming.go); /stats/summary and /metrics/resource come from the
+// runtime's container stats and /proc (stats.go).
+//
+// # Not yet
+//
+// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks run), eviction, persistent
+// volumes, emptyDir medium Memory (a directory, not tmpfs), image garbage
+// collection, resource admission beyond the scheduler's, static pods,
+// sidecar (restartPolicy Always) init containers beyond running in order.
+package kubelet
