@@ -258,3 +258,26 @@ func wantForbidden(t *testing.T, err error, substr string) {
 		t.Errorf("got %v, want 403 containing %q", err, substr)
 	}
 }
+
+func TestNodeRestrictionOnByDefault(t *testing.T) {
+	tests := []struct {
+		name            string
+		enable, disable []string
+		want            bool
+	}{
+		{name: "default", want: true},
+		{name: "enabled by name too", enable: []string{"NodeRestriction"}, want: true},
+		{name: "disabled", disable: []string{"NodeRestriction"}, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names, err := admissionPluginNames(Config{EnableAdmissionPlugins: tc.enable, DisableAdmissionPlugins: tc.disable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(names, "NodeRestriction"); got != tc.want {
+				t.Fatalf("NodeRestriction in %v = %v, want %v", names, got, tc.want)
+			}
+		})
+	}
+}
