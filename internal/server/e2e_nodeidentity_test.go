@@ -172,6 +172,30 @@ func TestNodeIdentityEndToEnd(t *testing.T) {
 		mine = podOn("on-node-1-again", "node-1", "mine")
 	})
 
+	t.Run("gains a secret when a pending pod is bound to it", func(t *testing.T) {
+		if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pending := podOn("pending", "", "later")
+		_, err := node.CoreV1().Secrets("default").Get(ctx, "later", metav1.GetOptions{})
+		wantForbidden(t, err, "no relationship found")
+		if err := admin.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pending.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := node.CoreV1().Secrets("default").Get(ctx, "later", metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+				t.Fatalf("after binding: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
 	t.Run("writes only its own pods' status", func(t *testing.T) {
 		mine.Status.Phase = corev1.PodRunning
 		if _, err := node.CoreV1().Pods("default").UpdateStatus(ctx, mine, metav1.UpdateOptions{}); err != nil {
