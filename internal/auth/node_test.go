@@ -302,3 +302,26 @@ func BenchmarkNodeAuthorizerSecret(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNodeGraphPodEvents is what each pod event costs the server:
+// a bind (references added), then status updates (nothing changes).
+func BenchmarkNodeGraphPodEvents(b *testing.B) {
+	g := NewNodeGraph()
+	store := g.PodStore()
+	store.Replace(nil, "1")
+	pending, bound := nodeTestPod("p", ""), nodeTestPod("p", "n1")
+	b.Run("bind", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			store.Update(bound)
+			store.Update(pending)
+		}
+	})
+	b.Run("status", func(b *testing.B) {
+		store.Update(bound)
+		b.ReportAllocs()
+		for b.Loop() {
+			store.Update(bound)
+		}
+	})
+}

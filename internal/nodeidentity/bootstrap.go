@@ -66,8 +66,10 @@ const minRemaining = 0.1
 //
 // Errors: bad arguments, an unreachable or untrusted server, a token the
 // server refuses (401) or a bootstrap user without permission (403), a
-// CSR denied or failed by the cluster, or ctx ending first. Nothing is
-// left in dir but the private key, which a later call reuses.
+// CSR denied or failed by the cluster, or ctx ending first. A failed call
+// writes nothing to dir but the private key, which a later call reuses
+// to find its CSR again; a previous identity it replaces is removed
+// first (the CA file stays until overwritten).
 func Bootstrap(ctx context.Context, serverURL string, caPEM []byte, token, nodeName, dir string) (string, error) {
 	if err := checkArgs(serverURL, caPEM, nodeName, dir); err != nil {
 		return "", err

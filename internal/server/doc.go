@@ -11,6 +11,12 @@
 //
 // Start-up order: certificates (pki) → etcd → API server watch caches
 // synced → bootstrap objects (system namespaces, RBAC policy) → listener →
-// ready. Shutdown runs the other way: the listener drains, watches end,
-// then etcd closes its files.
+// ready → the Node authorizer's graph (reflectors over pods, claims and
+// volume attachments) → scheduler, controllers. Shutdown runs the other
+// way: the listener drains, watches end, then etcd closes its files.
+//
+// Authentication takes client certificates, the token file, bootstrap
+// tokens (kube-system/bootstrap-token-<id>, for joining nodes) and
+// service-account tokens; authorization is Node,RBAC behind the
+// system:masters short cut; NodeRestriction is on unless disabled.
 package server

@@ -172,6 +172,30 @@ func TestNodeIdentityEndToEnd(t *testing.T) {
 		mine = podOn("on-node-1-again", "node-1", "mine")
 	})
 
+	t.Run("gains a secret when a pending pod is bound to it", func(t *testing.T) {
+		if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pending := podOn("pending", "", "later")
+		_, err := node.CoreV1().Secrets("default").Get(ctx, "later", metav1.GetOptions{})
+		wantForbidden(t, err, "no relationship found")
+		if err := admin.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pending.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := node.CoreV1().Secrets("default").Get(ctx, "later", metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+				t.Fatalf("after binding: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
 	t.Run("writes only its own pods' status", func(t *testing.T) {
 		mine.Status.Phase = corev1.PodRunning
 		if _, err := node.CoreV1().Pods("default").UpdateStatus(ctx, mine, metav1.UpdateOptions{}); err != nil {
@@ -256,5 +280,28 @@ func wantForbidden(t *testing.T, err error, substr string) {
 	t.Helper()
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), substr) {
 		t.Errorf("got %v, want 403 containing %q", err, substr)
+	}
+}
+
+func TestNodeRestrictionOnByDefault(t *testing.T) {
+	tests := []struct {
+		name            string
+		enable, disable []string
+		want            bool
+	}{
+		{name: "default", want: true},
+		{name: "enabled by name too", enable: []string{"NodeRestriction"}, want: true},
+		{name: "disabled", disable: []string{"NodeRestriction"}, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names, err := admissionPluginNames(Config{EnableAdmissionPlugins: tc.enable, DisableAdmissionPlugins: tc.disable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(names, "NodeRestriction"); got != tc.want {
+				t.Fatalf("NodeRestriction in %v = %v, want %v", names, got, tc.want)
+			}
+		})
 	}
 }

@@ -27,13 +27,15 @@ func (s *Server) startNodeGraph(ctx context.Context, graph *auth.NodeGraph) erro
 	if err != nil {
 		return err
 	}
-	reflect := func(rc rest.Interface, resource string, obj runtime.Object, store cache.ReflectorStore) {
-		lw := cache.NewListWatchFromClient(rc, resource, "", fields.Everything())
+	reflect := func(rc rest.Interface, resource string, obj runtime.Object, store cache.ReflectorStore, sel fields.Selector) {
+		lw := cache.NewListWatchFromClient(rc, resource, "", sel)
 		r := cache.NewNamedReflector("node-authorizer-"+resource, lw, obj, store, 0)
 		s.spawn(func() { r.RunWithContext(ctx) })
 	}
-	reflect(client.CoreV1().RESTClient(), "pods", &corev1.Pod{}, graph.PodStore())
-	reflect(client.CoreV1().RESTClient(), "persistentvolumeclaims", &corev1.PersistentVolumeClaim{}, graph.ClaimStore())
-	reflect(client.StorageV1().RESTClient(), "volumeattachments", &storagev1.VolumeAttachment{}, graph.VolumeAttachmentStore())
+	// Only bound pods matter, and a pod is never unbound: the selector
+	// spares the graph (and the decode) every event of a pending pod.
+	reflect(client.CoreV1().RESTClient(), "pods", &corev1.Pod{}, graph.PodStore(), fields.OneTermNotEqualSelector("spec.nodeName", ""))
+	reflect(client.CoreV1().RESTClient(), "persistentvolumeclaims", &corev1.PersistentVolumeClaim{}, graph.ClaimStore(), fields.Everything())
+	reflect(client.StorageV1().RESTClient(), "volumeattachments", &storagev1.VolumeAttachment{}, graph.VolumeAttachmentStore(), fields.Everything())
 	return nil
 }

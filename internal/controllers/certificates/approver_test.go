@@ -88,7 +88,14 @@ func TestApprover(t *testing.T) {
 	t.Run("everything else waits for a human", func(t *testing.T) {
 		n2 := impersonating(t, c, "system:node:n2", "system:nodes")
 		stranger := impersonating(t, c, "stranger")
-		nodeRequest(t, n2, "n2-for-n3", "n3") // another node's: needs nodeclient
+		// Another node's certificate would need nodeclient; NodeRestriction
+		// (on by default) refuses the request before the approver sees it.
+		_, req := keyAndRequest(t, pkix.Name{CommonName: "system:node:n3", Organization: []string{"system:nodes"}}, nil, nil)
+		_, err := n2.CertificatesV1().CertificateSigningRequests().Create(ctx, newCSR("n2-for-n3", certificatesv1.KubeAPIServerClientKubeletSignerName, req,
+			certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "can only create a node CSR with CN=system:node:n2") {
+			t.Errorf("a node asking for another node's certificate: %v, want 403 from NodeRestriction", err)
+		}
 		nodeRequest(t, stranger, "stranger-n4", "n4")
 		nodeRequest(t, bootstrap, "bad-usages", "n5", certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth)
 		_, apiClient := keyAndRequest(t, pkix.Name{CommonName: "someone"}, nil, nil)
@@ -101,7 +108,7 @@ func TestApprover(t *testing.T) {
 		nodeRequest(t, bootstrap, "control", "n6")
 		waitApproved(t, "control", "Auto approving kubelet client certificate after SubjectAccessReview.")
 		time.Sleep(300 * time.Millisecond)
-		for _, name := range []string{"n2-for-n3", "stranger-n4", "bad-usages", "bootstrap-user-cert"} {
+		for _, name := range []string{"stranger-n4", "bad-usages", "bootstrap-user-cert"} {
 			got, err := csrs.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
