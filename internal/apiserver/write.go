@@ -238,7 +238,7 @@ func (h *resourceHandler) placeInNamespace(obj runtime.Object, namespace string)
 // when the Accept header names nothing we serve: the write already
 // happened).
 func (h *resourceHandler) reply(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	t, ok := negotiate(r, true)
+	t, ok := h.negotiate(r)
 	if !ok {
 		t = target{media: mediaJSON}
 	}
