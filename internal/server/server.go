@@ -143,6 +143,7 @@ type Server struct {
 	SimNodes *simnode.Fleet
 
 	etcd      *storage.Etcd
+	lock      *dataDirLock // held from start to the end of shutdown
 	http      *http.Server
 	cancel    context.CancelFunc
 	serveDone chan struct{} // the listener stopped
@@ -181,8 +182,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{cancel: cancel, serveDone: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cancel: cancel, serveDone: make(chan struct{}), done: make(chan struct{}), lock: lock}
 	ok := false
 	defer func() {
 		if !ok {
@@ -190,6 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			if s.etcd != nil {
 				s.etcd.Close()
 			}
+			lock.release()
 		}
 	}()
 
@@ -403,6 +409,7 @@ func (s *Server) shutdown() {
 	}
 	<-s.serveDone
 	s.etcd.Close()
+	s.lock.release()
 	close(s.done)
 }
 
