@@ -89,7 +89,9 @@ func TestAPIErrorTextsAsUpstream(t *testing.T) {
 			call: func() error { return post(cmPath, ``) },
 			want: `the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)`},
 		{name: "field of the wrong type", reason: metav1.StatusReasonBadRequest,
-			call: func() error { return post(cmPath, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":5}`) },
+			call: func() error {
+				return post(cmPath, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":5}`)
+			},
 			want: `ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type map[string]string`},
 		{name: "strict unknown field", reason: metav1.StatusReasonBadRequest,
 			call: func() error {
