@@ -3,12 +3,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +40,7 @@ func main() {
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
 	root.AddCommand(imagesCommand(), upCommand(), tokenCommand())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)

@@ -61,6 +61,7 @@ func (sf *serverFlags) register(cmd *cobra.Command) {
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/rudder", "directory for etcd data, certificates and admin.kubeconfig")
 	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd endpoints (default: embedded etcd in <data-dir>/etcd)")
 	f.StringVar(&cfg.BindAddress, "bind-address", "127.0.0.1", "address to serve the API on")
+	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "IP the kubernetes Service's endpoints name (default: the bind address, or the host's first address when bound to all; none on loopback)")
 	f.IntVar(&cfg.HTTPSPort, "https-port", 6443, "port to serve the API on (0 picks a free port)")
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra names or IPs for the serving certificate")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV: token,user,uid,\"group1,group2\"")

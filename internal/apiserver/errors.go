@@ -26,6 +26,7 @@ func toStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	if errors.As(err, &aps) {
 		return &apierrors.StatusError{ErrStatus: aps.Status()}
 	}
+	var tooOld *tooOldError
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
@@ -33,6 +34,8 @@ func toStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, storage.ErrConflict):
 		return apierrors.NewConflict(gr, name, errors.New(conflictMessage))
+	case errors.As(err, &tooOld):
+		return apierrors.NewResourceExpired(tooOld.Error())
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %v", err))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -43,6 +46,19 @@ func toStatusError(err error, gr schema.GroupResource, name string) *apierrors.S
 	slog.Error("internal error", "resource", gr.String(), "name", name, "err", err)
 	return apierrors.NewInternalError(err)
 }
+
+// tooOldError is a watch from a revision the watch cache no longer holds.
+// Its text is upstream's cacher's, word for word: clients (and upstream's
+// e2e tests) match it. It is an ErrCompacted for errors.Is.
+type tooOldError struct {
+	requested, oldest int64
+}
+
+func (e *tooOldError) Error() string {
+	return fmt.Sprintf("too old resource version: %d (%d)", e.requested, e.oldest)
+}
+
+func (e *tooOldError) Unwrap() error { return storage.ErrCompacted }
 
 const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
 

@@ -132,16 +132,13 @@ func (h *resourceHandler) evictionRead(r *http.Request, name string) (*policyv1.
 	if err != nil {
 		return nil, err
 	}
-	if len(data) == 0 {
-		return nil, apierrors.NewBadRequest("the body of the request was empty")
-	}
 	dec := h.s.codecs.decoderFor(contentType(r), false)
 	if dec == nil {
 		return nil, unsupportedMediaType()
 	}
 	obj, gvk, err := dec.Decode(data, &evictionGVK, nil)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+		return nil, decodeError(err, evictionGVK.Kind, gvk, data)
 	}
 	var ev *policyv1.Eviction
 	switch o := obj.(type) {

@@ -86,6 +86,20 @@ func newCodecs() *codecs {
 // "as=PartialObjectMetadata(List)" select a shape, and an Accept that names
 // nothing we serve is a 406.
 func negotiate(r *http.Request, allowTransform bool) (target, bool) {
+	return negotiateShapes(r, allowTransform, allowTransform)
+}
+
+// negotiate is the negotiation of one resource's responses: a resource
+// without a table form (the reviews, which upstream serves with no
+// TableConvertor) skips "as=Table" entries, so an Accept asking only for
+// a Table is a 406, as upstream.
+func (h *resourceHandler) negotiate(r *http.Request) (target, bool) {
+	return negotiateShapes(r, !h.res.Virtual, true)
+}
+
+// negotiateShapes is negotiate with the Table and metadata-only shapes
+// allowed one by one.
+func negotiateShapes(r *http.Request, tables, metadata bool) (target, bool) {
 	header := r.Header.Get("Accept")
 	if header == "" {
 		return target{media: mediaJSON}, true
@@ -104,7 +118,7 @@ func negotiate(r *http.Request, allowTransform bool) (target, bool) {
 		}
 		t := target{media: media}
 		if as := a.Params["as"]; as != "" {
-			if !allowTransform {
+			if !tables && !metadata {
 				continue
 			}
 			gv := schema.GroupVersion{Group: a.Params["g"], Version: a.Params["v"]}
@@ -114,11 +128,14 @@ func negotiate(r *http.Request, allowTransform bool) (target, bool) {
 			t.groupVersion = gv
 			switch as {
 			case "Table":
-				if media == mediaProtobuf {
+				if media == mediaProtobuf || !tables {
 					continue // Table has no protobuf form
 				}
 				t.transform = asTable
 			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				if !metadata {
+					continue
+				}
 				t.transform = asPartialMetadata
 			default:
 				continue

@@ -46,7 +46,7 @@ func (s *Server) ListObjects(ctx context.Context, gvr schema.GroupVersionResourc
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			items, _, _, err := h.readPages(ctx, prefix, "", 0, 0, nil)
+			items, _, _, _, err := h.readPages(ctx, prefix, "", 0, 0, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -173,7 +173,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, namespace
 // limit matching objects, reading further when selectors filter some out.
 func (h *resourceHandler) listStored(w http.ResponseWriter, r *http.Request, t target, prefix, start string, rev, limit int64, match func(*cacheObject) bool, continuing bool) {
 	ctx := r.Context()
-	items, listRev, next, err := h.readPages(ctx, prefix, start, rev, limit, match)
+	items, listRev, next, remaining, err := h.readPages(ctx, prefix, start, rev, limit, match)
 	if err != nil {
 		if errors.Is(err, storage.ErrCompacted) {
 			if continuing {
@@ -184,7 +184,10 @@ func (h *resourceHandler) listStored(w http.ResponseWriter, r *http.Request, t t
 			return
 		}
 		if errors.Is(err, storage.ErrFuture) {
-			h.s.writeError(w, r, tooLargeRV(rev, 0))
+			// As upstream: name the store's revision, or 0 when even
+			// that read fails.
+			current, _ := h.s.store.CurrentRevision(ctx)
+			h.s.writeError(w, r, tooLargeRV(rev, current))
 			return
 		}
 		h.s.writeError(w, r, toStatusError(err, h.gr, ""))
@@ -193,6 +196,13 @@ func (h *resourceHandler) listStored(w http.ResponseWriter, r *http.Request, t t
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(listRev, 10)}
 	if next != "" {
 		lm.Continue = encodeContinue(listRev, strings.TrimPrefix(next, prefix))
+		if match == nil {
+			// Unfiltered, the one page read holds exactly limit objects
+			// and etcd counted the rest of the range. Filtered, the count
+			// would include objects the selector drops, so upstream
+			// leaves it unset, and so do we.
+			lm.RemainingItemCount = &remaining
+		}
 	}
 	h.writeList(w, r, t, items, lm)
 }
@@ -204,19 +214,20 @@ const maxPageRead = 10000
 // readPages reads pages of limit keys until limit objects match. When a
 // selector filters a page short, the next read asks for twice as many
 // keys (up to maxPageRead), as upstream does: a selector that matches
-// little must not cost one etcd round trip per object.
-func (h *resourceHandler) readPages(ctx context.Context, prefix, start string, rev, limit int64, match func(*cacheObject) bool) (items []*cacheObject, listRev int64, next string, err error) {
+// little must not cost one etcd round trip per object. remaining is how
+// many keys of the range lie after the page, as etcd counted them.
+func (h *resourceHandler) readPages(ctx context.Context, prefix, start string, rev, limit int64, match func(*cacheObject) bool) (items []*cacheObject, listRev int64, next string, remaining int64, err error) {
 	pageSize := limit
 	for {
 		page, err := h.s.store.List(ctx, prefix, start, rev, pageSize)
 		if err != nil {
-			return nil, 0, "", err
+			return nil, 0, "", 0, err
 		}
 		rev = page.Revision
 		for i, kv := range page.KVs {
 			obj, err := h.decodeKV(kv)
 			if err != nil {
-				return nil, 0, "", err
+				return nil, 0, "", 0, err
 			}
 			o := &cacheObject{key: kv.Key, obj: obj, meta: objectMeta(obj), rev: kv.ModRevision}
 			o.fields = objectFields(h.res, obj, o.meta)
@@ -225,13 +236,13 @@ func (h *resourceHandler) readPages(ctx context.Context, prefix, start string, r
 			}
 			if limit > 0 && int64(len(items)) == limit {
 				if i < len(page.KVs)-1 || page.More {
-					return items, rev, kv.Key + "\x00", nil
+					return items, rev, kv.Key + "\x00", page.Count - int64(i+1), nil
 				}
-				return items, rev, "", nil
+				return items, rev, "", 0, nil
 			}
 		}
 		if limit == 0 || !page.More || len(page.KVs) == 0 {
-			return items, rev, "", nil
+			return items, rev, "", 0, nil
 		}
 		start = page.KVs[len(page.KVs)-1].Key + "\x00"
 		pageSize = min(2*pageSize, max(limit, maxPageRead))

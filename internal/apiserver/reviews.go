@@ -78,6 +78,12 @@ func (h *resourceHandler) serveReview(w http.ResponseWriter, r *http.Request, in
 		h.s.writeError(w, r, notFound())
 		return
 	}
+	if _, ok := h.negotiate(r); !ok {
+		// Upstream negotiates before it reads the body: an answer the
+		// client cannot take (a Table of a review) is never computed.
+		h.s.writeError(w, r, notAcceptable())
+		return
+	}
 	out, err := h.answerReview(w, r, namespace)
 	if err != nil {
 		h.s.writeError(w, r, err)

@@ -398,7 +398,7 @@ func (c *watchCache) startWatch(prefix string, fromRev int64, initial bool) (wat
 		return st, nil
 	}
 	if fromRev < c.ringStartRev {
-		return st, fmt.Errorf("%w: too old resource version: %d (%d)", storage.ErrCompacted, fromRev, c.ringStartRev)
+		return st, &tooOldError{requested: fromRev, oldest: c.ringStartRev}
 	}
 	// Events are in revision order: find the first one after fromRev.
 	lo, hi := c.first, c.next

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -84,16 +85,13 @@ func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, dat
 	if dec == nil {
 		return nil, unsupportedMediaType()
 	}
-	if len(data) == 0 {
-		return nil, apierrors.NewBadRequest("the body of the request was empty")
-	}
 	into := gvk.newObject()
 	defaults := gvk.kind
 	obj, actual, err := dec.Decode(data, &defaults, into)
 	if err != nil && runtime.IsStrictDecodingError(err) {
 		var sde interface{ Errors() []error }
 		if mode == "Strict" {
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, decodeError(err, gvk.kind.Kind, actual, data)
 		}
 		if errors.As(err, &sde) {
 			for _, e := range sde.Errors() {
@@ -103,7 +101,7 @@ func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, dat
 		err = nil
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+		return nil, decodeError(err, gvk.kind.Kind, actual, data)
 	}
 	if actual != nil && (actual.Kind != gvk.kind.Kind || actual.GroupVersion() != gvk.kind.GroupVersion()) {
 		if actual.GroupVersion() != gvk.kind.GroupVersion() {
@@ -121,6 +119,32 @@ func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, dat
 		}
 	}
 	return obj, nil
+}
+
+// decodeError is upstream's 400 for a body that does not decode as kind,
+// in its words: naming the kind the body claims when it got that far, or
+// else a summary of the body's first bytes.
+func decodeError(err error, kind string, actual *schema.GroupVersionKind, body []byte) error {
+	if actual != nil && actual.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, kind, err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summarizeBody(body, 30)))
+}
+
+// summarizeBody shows at most n bytes of a body: as text when it looks like
+// JSON, in hex otherwise.
+func summarizeBody(data []byte, n int) string {
+	more := ""
+	if len(data) > n {
+		data, more = data[:n], " ..."
+	}
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		return string(data) + more
+	}
+	return hex.EncodeToString(data) + more
 }
 
 // kindRef is the kind a body must decode to, and how to make one.
@@ -214,7 +238,7 @@ func (h *resourceHandler) placeInNamespace(obj runtime.Object, namespace string)
 // when the Accept header names nothing we serve: the write already
 // happened).
 func (h *resourceHandler) reply(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	t, ok := negotiate(r, true)
+	t, ok := h.negotiate(r)
 	if !ok {
 		t = target{media: mediaJSON}
 	}

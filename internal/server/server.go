@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
@@ -49,6 +50,12 @@ type Config struct {
 	// port 0 picks a free one).
 	BindAddress string
 	HTTPSPort   int
+	// AdvertiseAddress is the IP the default/kubernetes Service's
+	// Endpoints and EndpointSlice name (kube-apiserver's
+	// --advertise-address). Empty: the bind address when other hosts can
+	// reach it, the host's first address when bound to all, and no
+	// endpoints at all on loopback.
+	AdvertiseAddress string
 	// TLSSANs are extra names or IPs for the serving certificate.
 	TLSSANs []string
 	// TokenAuthFile is a static token file in upstream's CSV format.
@@ -144,6 +151,7 @@ type Server struct {
 	SimNodes *simnode.Fleet
 
 	etcd      *storage.Etcd
+	lock      *dataDirLock // held from start to the end of shutdown
 	http      *http.Server
 	cancel    context.CancelFunc
 	serveDone chan struct{} // the listener stopped
@@ -182,8 +190,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{cancel: cancel, serveDone: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cancel: cancel, serveDone: make(chan struct{}), done: make(chan struct{}), lock: lock}
 	ok := false
 	defer func() {
 		if !ok {
@@ -191,6 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			if s.etcd != nil {
 				s.etcd.Close()
 			}
+			lock.release()
 		}
 	}()
 
@@ -316,6 +329,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
+	systemClient, err := kubernetes.NewForConfig(s.componentConfig(componentUser, "rudder-apiserver"))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := reconcileBootstrapRBAC(ctx, systemClient); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("bootstrap RBAC: %w", err)
+	}
 	s.URL = "https://" + ln.Addr().String()
 	s.Kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
 	if err := pki.WriteKubeconfig(s.Kubeconfig, s.URL, bundle.CAPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM, pki.AdminCommonName); err != nil {
@@ -361,6 +383,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.startControllers(ctx, cfg, port)
+	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), port),
+		ip: advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second}
+	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {
 			cancel()
@@ -426,6 +451,7 @@ func (s *Server) shutdown() {
 	}
 	<-s.serveDone
 	s.etcd.Close()
+	s.lock.release()
 	close(s.done)
 }
 
@@ -451,18 +477,7 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 		objs = append(objs, ns)
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
-			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: serviceIP,
-			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP,
-				TargetPort: intstr.FromInt32(int32(apiPort))}},
-			SessionAffinity: corev1.ServiceAffinityNone,
-		},
-	}
-	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
-	objs = append(objs, svc)
+	objs = append(objs, kubernetesServiceObject(serviceIP, apiPort))
 	for _, pc := range registry.SystemPriorityClasses() {
 		objs = append(objs, pc)
 	}
@@ -475,6 +490,23 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 		objs = append(objs, b)
 	}
 	return objs
+}
+
+// kubernetesServiceObject is the default/kubernetes Service: the API's
+// in-cluster address, on the first service IP.
+func kubernetesServiceObject(serviceIP string, apiPort int) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: serviceIP,
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromInt32(int32(apiPort))}},
+			SessionAffinity: corev1.ServiceAffinityNone,
+		},
+	}
+	svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+	return svc
 }
 
 func rbacGVK(kind string) schema.GroupVersionKind {

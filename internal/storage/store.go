@@ -144,6 +144,9 @@ type ListResult struct {
 	Revision int64
 	// More is true when keys remain after the last one returned.
 	More bool
+	// Count is how many keys the range holds from the start key on,
+	// returned or not: a paged list tells its client how many remain.
+	Count int64
 }
 
 // List reads keys under prefix, starting at startKey (inclusive; "" for the
@@ -168,7 +171,7 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 	if err != nil {
 		return nil, mapRevErr(err)
 	}
-	out := &ListResult{KVs: make([]*KV, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More}
+	out := &ListResult{KVs: make([]*KV, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More, Count: resp.Count}
 	if rev > 0 {
 		out.Revision = rev
 	}

@@ -81,6 +81,10 @@ func podEstimate(pods []corev1.Pod, deletedAt, now time.Time) time.Duration {
 	return longest
 }
 
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+func isPods(t target) bool { return t.gvr == podsGVR }
+
 // resourceResult is what emptying one resource left behind.
 type resourceResult struct {
 	estimate   time.Duration
@@ -107,8 +111,18 @@ func (r *reconciler) deleteContent(ctx context.Context, ns *corev1.Namespace) (*
 		res.parseErr = err
 		errs = append(errs, err)
 	}
+	// Pods go first, and everything else only once they are gone
+	// (upstream's ordered namespace deletion, on by default since 1.33):
+	// a pod still running keeps the ConfigMaps, Secrets and volumes it
+	// uses until it has stopped.
+	if i := slices.IndexFunc(tgts, isPods); i > 0 {
+		tgts = append(append([]target{tgts[i]}, tgts[:i]...), tgts[i+1:]...)
+	}
 	var estimate time.Duration
 	for _, t := range tgts {
+		if !isPods(t) && res.remaining[podsGVR] > 0 {
+			break // the pods' remaining time is the estimate
+		}
 		rr, err := r.deleteResource(ctx, t, ns)
 		if err != nil {
 			res.contentErrs = append(res.contentErrs, err)

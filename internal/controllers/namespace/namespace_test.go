@@ -135,6 +135,51 @@ func TestNamespaceDeletion(t *testing.T) {
 		}
 	})
 
+	t.Run("pods go first, the rest once they are gone", func(t *testing.T) {
+		const ns = "ordered"
+		fill(t, cs, ns, node)
+		// A finalizer keeps one pod after its node has stopped it.
+		patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "web-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const wantContent = "Some resources are remaining: pods. has 1 resource instances"
+		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+			got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := condition(got, corev1.NamespaceContentRemaining)
+			return c.Message == wantContent, fmt.Sprintf("conditions %+v", got.Status.Conditions)
+		})
+		// The pass that found the pod left everything else untouched.
+		cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cm := range cms.Items {
+			if cm.DeletionTimestamp != nil {
+				t.Errorf("configmap %s deleted while a pod remains", cm.Name)
+			}
+		}
+		if len(cms.Items) != 2 {
+			t.Errorf("configmaps %v deleted while a pod remains", names(cms.Items))
+		}
+		if s, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(s.Items) != 1 {
+			t.Errorf("secrets %v (%v), want the one untouched while a pod remains", s, err)
+		}
+
+		// Released, the pod goes, then everything else, then the namespace.
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "web-0", types.MergePatchType, release, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, cs, ns, 30*time.Second)
+	})
+
 	t.Run("kubectl delete namespace returns once it is gone", func(t *testing.T) {
 		kubectl := "/usr/bin/kubectl"
 		if _, err := os.Stat(kubectl); err != nil {
