@@ -3,56 +3,32 @@ package admission
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/admit"
 )
 
-// Operation is the kind of write being admitted.
-type Operation string
+// The contract between the API server and the chain (what a write looks
+// like, what a plugin may do with it) lives in internal/admit, so that the
+// API server runs the chain without importing the plugins. These names
+// are that contract, for the plugins here.
+type (
+	Operation  = admit.Operation
+	Attributes = admit.Attributes
+	Mutator    = admit.Mutator
+	Validator  = admit.Validator
+	Plugin     = admit.Plugin
+
+	ResourceKind   = admit.ResourceKind
+	ServedResource = admit.ServedResource
+)
 
 const (
-	Create  Operation = "CREATE"
-	Update  Operation = "UPDATE"
-	Delete  Operation = "DELETE"
-	Connect Operation = "CONNECT"
+	Create  = admit.Create
+	Update  = admit.Update
+	Delete  = admit.Delete
+	Connect = admit.Connect
 )
 
-// Attributes describe one write. Object is the object as it will be stored
-// (mutators may change it); OldObject is the stored one for updates and
-// deletes. Both are owned by the request: plugins may modify Object during
-// Admit and must not keep either.
-type Attributes struct {
-	Operation   Operation
-	Kind        schema.GroupVersionKind
-	Resource    schema.GroupVersionResource
-	Subresource string
-	Namespace   string
-	Name        string
-	Object      runtime.Object
-	OldObject   runtime.Object
-	User        *auth.User
-	DryRun      bool
-}
-
-// Mutator may change the object of a write. It returns an API error
-// (k8s.io/apimachinery/pkg/api/errors) to reject it.
-type Mutator interface {
-	Admit(ctx context.Context, a *Attributes) error
-}
-
-// Validator may reject a write but not change it. Validators run after
-// every mutator, on the final object.
-type Validator interface {
-	Validate(ctx context.Context, a *Attributes) error
-}
-
-// Plugin is a named admission plugin; it implements Mutator, Validator or
-// both.
-type Plugin interface {
-	Name() string
-}
+var _ admit.Interface = (*Chain)(nil)
 
 // Chain runs plugins in order: every mutator, then every validator. The
 // first error stops the chain and is the answer to the request.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/server"
@@ -47,7 +48,7 @@ func BenchmarkAdmissionChain(b *testing.B) {
 		pod.Namespace = "default"
 		a := &admission.Attributes{Operation: admission.Create, Kind: corev1.SchemeGroupVersion.WithKind("Pod"),
 			Resource: corev1.SchemeGroupVersion.WithResource("pods"), Namespace: "default", Name: pod.Name, Object: pod, User: admin}
-		actx := admission.WithWarnings(ctx, func(string) {})
+		actx := admit.WithWarnings(ctx, func(string) {})
 		if err := c.Admit(actx, a); err != nil {
 			return err
 		}

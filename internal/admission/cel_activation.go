@@ -18,6 +18,18 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/cel"
+)
+
+// What CEL may spend on one request, on top of cel.PerCallLimit per
+// expression (upstream's budgets).
+const (
+	// celRuntimeBudget is what all expressions of one policy binding may
+	// spend on one request.
+	celRuntimeBudget = 10_000_000
+	// celMatchConditionsBudget is what the matchConditions of one policy
+	// or webhook may spend on one request.
+	celMatchConditionsBudget = 2_500_000
 )
 
 // CELActivationConfig holds what a request's expressions may read beyond
@@ -76,7 +88,7 @@ func (act *CELActivation) WithParams(params runtime.Object) *CELActivation {
 // WithVariables returns a copy in which variables.<name> evaluates the
 // named programs lazily, each at most once, in the copy's context.
 // Programs may use the variables before them.
-func (act *CELActivation) WithVariables(names []string, progs []*CELProgram) *CELActivation {
+func (act *CELActivation) WithVariables(names []string, progs []*cel.Program) *CELActivation {
 	c := *act
 	c.vars = &celVariables{act: &c, names: names, progs: progs, done: make([]ref.Val, len(progs))}
 	return &c
@@ -223,7 +235,7 @@ func celStrings(s []string) []any {
 type celVariables struct {
 	act   *CELActivation
 	names []string
-	progs []*CELProgram
+	progs []*cel.Program
 	done  []ref.Val
 	cost  int64
 }

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -11,47 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
-
-func TestCELCompileExpression(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		expr    string
-		want    CELResult
-		decls   CELDecls
-		wantErr string
-	}{
-		{name: "bool", expr: "object.metadata.name == 'web'", want: CELBool},
-		{name: "kubernetes libraries", want: CELBool,
-			expr: "quantity('1Gi').isGreaterThan(quantity('1Mi')) && url('https://x.io/a').getHost() == 'x.io' && 'abc'.matches('^a') && isIP('10.0.0.1') && [1, 2].isSorted()"},
-		{name: "extensions", want: CELBool, expr: "'a,b'.split(',').size() == 2 && sets.contains([1, 2], [1]) && {'a': 1}.all(k, v, v > 0)"},
-		{name: "syntax error", expr: "object.x ==", want: CELBool, wantErr: "compilation failed: ERROR: <input>:1:12: Syntax error"},
-		{name: "undeclared params", expr: "params.x", want: CELAny, wantErr: "undeclared reference to 'params'"},
-		{name: "declared params", expr: "params.x", want: CELAny, decls: CELDecls{Params: true}},
-		{name: "authorizer only when declared", expr: "authorizer.path('/healthz').check('get').allowed()", want: CELBool,
-			wantErr: "undeclared reference to 'authorizer'"},
-		{name: "authorizer", expr: "authorizer.path('/healthz').check('get').allowed()", want: CELBool, decls: CELDecls{Authorizer: true}},
-		{name: "wrong result", expr: "1 + 1", want: CELBool, wantErr: "must evaluate to bool"},
-		{name: "dyn result is checked at run time", expr: "object.spec", want: CELBool},
-		{name: "string or null", expr: "null", want: CELStringOrNull},
-		{name: "unknown variable", expr: "variables.a && variables.b", want: CELBool, decls: CELDecls{Variables: []string{"a"}},
-			wantErr: "undefined variable(s): b"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := CompileExpression(tc.expr, tc.want, tc.decls)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("compile: %v", err)
-				}
-				return
-			}
-			var ce *CELCompileError
-			if !errors.As(err, &ce) || !strings.Contains(ce.Detail, tc.wantErr) {
-				t.Fatalf("error %v, want a CELCompileError with %q", err, tc.wantErr)
-			}
-		})
-	}
-}
 
 func TestCELEvaluate(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team", Labels: map[string]string{"app": "web"}},
@@ -75,7 +35,7 @@ func TestCELEvaluate(t *testing.T) {
 		"variables.size() == 0",
 	} {
 		t.Run(expr, func(t *testing.T) {
-			prog, err := CompileExpression(expr, CELBool, CELDecls{Params: true})
+			prog, err := cel.Compile(expr, cel.Bool, cel.Decls{Params: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,14 +50,14 @@ func TestCELEvaluate(t *testing.T) {
 	}
 
 	t.Run("variables are lazy and evaluated once", func(t *testing.T) {
-		broken, _ := CompileExpression("object.spec.nope", CELAny, CELDecls{})
-		name, _ := CompileExpression("object.metadata.name", CELAny, CELDecls{})
-		vars := act.WithVariables([]string{"broken", "name"}, []*CELProgram{broken, name})
-		prog, _ := CompileExpression("variables.name == 'web'", CELBool, CELDecls{Variables: []string{"broken", "name"}})
+		broken, _ := cel.Compile("object.spec.nope", cel.Any, cel.Decls{})
+		name, _ := cel.Compile("object.metadata.name", cel.Any, cel.Decls{})
+		vars := act.WithVariables([]string{"broken", "name"}, []*cel.Program{broken, name})
+		prog, _ := cel.Compile("variables.name == 'web'", cel.Bool, cel.Decls{Variables: []string{"broken", "name"}})
 		if ok, _, err := prog.EvalBool(context.Background(), vars); err != nil || !ok {
 			t.Fatalf("= %v, %v: an unused broken variable must not fail", ok, err)
 		}
-		uses, _ := CompileExpression("variables.broken == 1", CELBool, CELDecls{Variables: []string{"broken", "name"}})
+		uses, _ := cel.Compile("variables.broken == 1", cel.Bool, cel.Decls{Variables: []string{"broken", "name"}})
 		if _, _, err := uses.EvalBool(context.Background(), vars); err == nil || !strings.Contains(err.Error(), "no such key: nope") {
 			t.Fatalf("error %v, want the variable's", err)
 		}
@@ -107,8 +67,8 @@ func TestCELEvaluate(t *testing.T) {
 	})
 
 	t.Run("per-call cost limit", func(t *testing.T) {
-		prog, err := CompileExpression("[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "+
-			"[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, a > 0))))))", CELBool, CELDecls{})
+		prog, err := cel.Compile("[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, "+
+			"[1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, a > 0))))))", cel.Bool, cel.Decls{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +78,7 @@ func TestCELEvaluate(t *testing.T) {
 	})
 
 	t.Run("a dyn result of the wrong type", func(t *testing.T) {
-		prog, _ := CompileExpression("object.metadata.name", CELBool, CELDecls{})
+		prog, _ := cel.Compile("object.metadata.name", cel.Bool, cel.Decls{})
 		if _, _, err := prog.EvalBool(context.Background(), act); err == nil || !strings.Contains(err.Error(), "must evaluate to bool") {
 			t.Fatalf("error %v", err)
 		}

@@ -15,5 +15,10 @@
 //
 // Plugins read cluster state through small interfaces they own, such as
 // NamespaceGetter, which the server backs with its watch cache: admission
-// never calls another component.
+// never calls another component. The contract with the API server (the
+// Attributes of a write, the Mutator and Validator interfaces, warnings)
+// is internal/admit, which the server imports instead of this package;
+// the names here are aliases of it. Quota charging shares its arithmetic
+// with the quota controller through internal/quota, and policies their
+// CEL environment with the API server's validation through internal/cel.
 package admission

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // The plugin registry: every admission plugin kube-apiserver knows, in
@@ -59,6 +61,9 @@ type Deps struct {
 	// Resources are the served resources by kind: ValidatingAdmissionPolicy
 	// resolves paramKind and type-checks its expressions with them.
 	Resources []ResourceKind
+	// Types gives those kinds their CEL types for type checking (the
+	// server builds it from its OpenAPI schemas); nil checks nothing.
+	Types *cel.Types
 	// Context bounds the plugins' background work (ValidatingAdmissionPolicy
 	// type checking); nil runs none.
 	Context context.Context
@@ -152,7 +157,7 @@ var registry = []registryEntry{
 	}},
 	{name: "ValidatingAdmissionPolicy", defaultOn: true, build: func(d Deps) Plugin {
 		p := NewValidatingPolicy(ValidatingPolicyConfig{Objects: d.Objects, Namespaces: d.Namespaces, Authorizer: d.Authorizer,
-			Resources: d.Resources, Status: d.Status})
+			Resources: d.Resources, Status: d.Status, Types: d.Types})
 		if d.Context != nil {
 			go p.RunTypeChecking(d.Context)
 		}

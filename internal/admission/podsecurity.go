@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/rudder-dev/rudder/internal/admit"
 )
 
 // PodSecurity enforces the Pod Security Standards per namespace, as
@@ -225,7 +227,7 @@ func (p *PodSecurity) validateNamespace(ctx context.Context, a *Attributes) erro
 		return nil
 	}
 	for _, w := range p.checkExistingPods(ctx, ns.Name, next.enforce) {
-		AddWarning(ctx, w)
+		admit.AddWarning(ctx, w)
 	}
 	return nil
 }
@@ -437,7 +439,7 @@ func (p *PodSecurity) evaluate(ctx context.Context, a *Attributes, pol psPolicy,
 		warned = p.registry.evaluate(pol.warn, meta, spec)
 	}
 	if len(warned) > 0 {
-		AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", pol.warn.String(), psDetail(warned)))
+		admit.AddWarning(ctx, fmt.Sprintf("would violate PodSecurity %q: %s", pol.warn.String(), psDetail(warned)))
 	}
 	return nil
 }

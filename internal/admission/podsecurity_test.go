@@ -14,6 +14,7 @@ import (
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
 
@@ -49,7 +50,7 @@ func psNamespace(name string, labels map[string]string) *corev1.Namespace {
 // and the warnings the client would see.
 func psAdmit(p *PodSecurity, a *Attributes) ([]string, error) {
 	var warnings []string
-	ctx := WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
+	ctx := admit.WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
 	err := p.Validate(ctx, a)
 	return warnings, err
 }
@@ -227,7 +228,7 @@ func TestPodSecurityNamespaceLabels(t *testing.T) {
 		capped := NewPodSecurity(PodSecurityConfig{Namespaces: cluster, Objects: cluster})
 		capped.maxPodsToCheck = 2
 		var warnings []string
-		ctx := WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
+		ctx := admit.WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
 		err := capped.Validate(ctx, &Attributes{Operation: Update, Kind: psNamespaceGVK, Resource: psNamespacesRes, Name: "prod",
 			Object: psNamespace("prod", restricted), OldObject: psNamespace("prod", nil)})
 		// One pod per controller first: web-2 (first of rs1), then solo.

@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
-	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
+	"github.com/rudder-dev/rudder/internal/quota"
 )
 
 // ResourceQuota enforces a namespace's ResourceQuotas, as upstream's
 // validating plugin of that name does. A create (and an update that can
 // raise usage: a service changing type, a claim growing, a pod resized)
 // is measured with the quota controller's own evaluators
-// (resourcequota.MeasureFor), and for every quota that covers it — it
+// (quota.MeasureFor), and for every quota that covers it — it
 // limits something the object uses and the object falls under its scopes
 // — it is refused with 403 and upstream's words when
 //
@@ -139,7 +139,7 @@ func (*ResourceQuota) Name() string { return "ResourceQuota" }
 // rqWaiter is one request waiting for its batch.
 type rqWaiter struct {
 	a *Attributes
-	m resourcequota.Measure
+	m quota.Measure
 	// done is closed when err is final, or when the request is to lead
 	// the next batch (lead set first). Both are written under
 	// ResourceQuota.mu.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
+	"github.com/rudder-dev/rudder/internal/quota"
 )
 
 // The pure core of quota admission: one write against a namespace's
@@ -40,12 +40,12 @@ var rqIgnored = sets.New(
 // claim's size, a pod's resources through its resize subresource. Other
 // subresources (status, binding, scale...) and deletes are left to the
 // controller's recalculation.
-func rqHandles(a *Attributes) (resourcequota.Measure, bool) {
+func rqHandles(a *Attributes) (quota.Measure, bool) {
 	gr := a.Resource.GroupResource()
 	if a.Namespace == "" || rqIgnored.Has(gr) || a.Object == nil {
-		return resourcequota.Measure{}, false
+		return quota.Measure{}, false
 	}
-	m := resourcequota.MeasureFor(gr)
+	m := quota.MeasureFor(gr)
 	switch {
 	case a.Operation == Create:
 		return m, a.Subresource == ""
@@ -62,12 +62,12 @@ func rqHandles(a *Attributes) (resourcequota.Measure, bool) {
 // rqCovers reports whether q charges obj: q limits something m measures
 // and obj falls under all of q's scopes. Quota judges by status.hard, the
 // limits the controller has acknowledged, as upstream does.
-func rqCovers(q *corev1.ResourceQuota, m resourcequota.Measure, obj runtime.Object) ([]corev1.ResourceName, bool, error) {
+func rqCovers(q *corev1.ResourceQuota, m quota.Measure, obj runtime.Object) ([]corev1.ResourceName, bool, error) {
 	restricted := m.Matching(rqNames(q.Status.Hard))
 	if len(restricted) == 0 {
 		return nil, false, nil
 	}
-	in, err := m.InScope(obj, resourcequota.QuotaScopes(q))
+	in, err := m.InScope(obj, quota.QuotaScopes(q))
 	if err != nil || !in {
 		return nil, false, err
 	}
@@ -78,7 +78,7 @@ func rqCovers(q *corev1.ResourceQuota, m resourcequota.Measure, obj runtime.Obje
 // modified). It returns the quotas with a's usage added to status.used
 // (a changed quota is a new copy, an unchanged one the same pointer) or
 // an API error: 403 when a quota refuses it.
-func rqCheck(quotas []*corev1.ResourceQuota, a *Attributes, m resourcequota.Measure, now time.Time) ([]*corev1.ResourceQuota, error) {
+func rqCheck(quotas []*corev1.ResourceQuota, a *Attributes, m quota.Measure, now time.Time) ([]*corev1.ResourceQuota, error) {
 	var covering []int
 	for i, q := range quotas {
 		restricted, ok, err := rqCovers(q, m, a.Object)

@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // ValidatingPolicy is the ValidatingAdmissionPolicy plugin: cluster
@@ -56,7 +58,7 @@ import (
 // once per uid and generation, so a status write does not recompile it.
 // With no bindings a write costs one such range and nothing more. The
 // request's objects are converted for CEL once, on first use, and shared
-// by every policy; an expression may spend celPerCallLimit, a binding's
+// by every policy; an expression may spend cel.PerCallLimit, a binding's
 // expressions together celRuntimeBudget.
 //
 // Policies, bindings and their own writes are never judged, as upstream:
@@ -81,19 +83,12 @@ type ValidatingPolicyConfig struct {
 	Resources []ResourceKind
 	// Status, when set, lets RunTypeChecking write policies' status.
 	Status StatusWriter
+	// Types gives the kinds a policy names their CEL types, for
+	// RunTypeChecking (the server builds it from its OpenAPI schemas);
+	// nil checks nothing.
+	Types *cel.Types
 	// Logger receives Audit failures (slog.Default()).
 	Logger *slog.Logger
-}
-
-// ResourceKind names one served resource: what a paramKind resolves to
-// and, with New, what a policy's expressions are type-checked against.
-type ResourceKind struct {
-	Resource   schema.GroupVersionResource
-	Kind       string
-	Namespaced bool
-	// New returns an empty object of the resource's Go type; nil for
-	// kinds without one (custom resources).
-	New func() runtime.Object
 }
 
 var (
@@ -207,17 +202,17 @@ type vapCompiled struct {
 	// err is why the policy cannot be evaluated (an expression that does
 	// not compile): its failurePolicy decides every write it matches.
 	err             error
-	matchConditions []*CELProgram
+	matchConditions []*cel.Program
 	matchNames      []string
 	varNames        []string
-	variables       []*CELProgram
+	variables       []*cel.Program
 	validations     []vapValidation
 }
 
 type vapValidation struct {
 	v       admissionregistrationv1.Validation
-	prog    *CELProgram
-	message *CELProgram // nil without messageExpression, or if it did not compile
+	prog    *cel.Program
+	message *cel.Program // nil without messageExpression, or if it did not compile
 }
 
 func (c *vapCompiled) withPolicy(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *vapCompiled {
@@ -234,13 +229,13 @@ func (c *vapCompiled) withPolicy(pol *admissionregistrationv1.ValidatingAdmissio
 func vapCompile(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *vapCompiled {
 	c := &vapCompiled{policy: pol, generation: pol.Generation}
 	spec := &pol.Spec
-	decls := CELDecls{Params: spec.ParamKind != nil, Authorizer: true}
+	decls := cel.Decls{Params: spec.ParamKind != nil, Authorizer: true}
 	var errs []string
 	fail := func(path string, err error) {
 		errs = append(errs, fmt.Sprintf("%s: %v", path, err))
 	}
 	for i, m := range spec.MatchConditions {
-		prog, err := CompileExpression(m.Expression, CELBool, decls)
+		prog, err := cel.Compile(m.Expression, cel.Bool, decls)
 		if err != nil {
 			fail(fmt.Sprintf("spec.matchConditions[%d].expression", i), err)
 			continue
@@ -249,7 +244,7 @@ func vapCompile(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *vapComp
 		c.matchNames = append(c.matchNames, m.Name)
 	}
 	for i, v := range spec.Variables {
-		prog, err := CompileExpression(v.Expression, CELAny, decls)
+		prog, err := cel.Compile(v.Expression, cel.Any, decls)
 		if err != nil {
 			fail(fmt.Sprintf("spec.variables[%d].expression", i), err)
 		}
@@ -258,7 +253,7 @@ func vapCompile(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *vapComp
 		decls.Variables = append(decls.Variables, v.Name)
 	}
 	for i, v := range spec.Validations {
-		prog, err := CompileExpression(v.Expression, CELBool, decls)
+		prog, err := cel.Compile(v.Expression, cel.Bool, decls)
 		if err != nil {
 			fail(fmt.Sprintf("spec.validations[%d].expression", i), err)
 			continue
@@ -269,12 +264,12 @@ func vapCompile(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *vapComp
 			md.Authorizer = false
 			// A broken messageExpression falls back to the message, as
 			// upstream, rather than breaking the policy.
-			val.message, _ = CompileExpression(v.MessageExpression, CELString, md)
+			val.message, _ = cel.Compile(v.MessageExpression, cel.String, md)
 		}
 		c.validations = append(c.validations, val)
 	}
 	for i, a := range spec.AuditAnnotations {
-		if _, err := CompileExpression(a.ValueExpression, CELStringOrNull, decls); err != nil {
+		if _, err := cel.Compile(a.ValueExpression, cel.StringOrNull, decls); err != nil {
 			fail(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), err)
 		}
 	}
@@ -328,7 +323,7 @@ func (p *ValidatingPolicy) Validate(ctx context.Context, a *Attributes) error {
 						denied = &f
 					}
 				case admissionregistrationv1.Warn:
-					AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s",
+					admit.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s",
 						f.policy, f.binding, f.message))
 				case admissionregistrationv1.Audit:
 					p.cfg.Logger.Info("ValidatingAdmissionPolicy audit",

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
 
@@ -262,7 +263,7 @@ func TestValidatingPolicy(t *testing.T) {
 			p := NewValidatingPolicy(ValidatingPolicyConfig{Objects: &vapObjects{items: tc.objects}, Namespaces: namespaces,
 				Authorizer: tc.authz, Resources: vapTestResources, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			var warnings []string
-			ctx := WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
+			ctx := admit.WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
 			err := p.Validate(ctx, tc.attrs)
 			switch {
 			case tc.wantErr == "" && err != nil:

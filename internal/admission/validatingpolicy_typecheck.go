@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/cel-go/cel"
+	celgo "github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	celcommon "k8s.io/apiserver/pkg/cel/common"
-	"k8s.io/apiserver/pkg/cel/library"
-	celopenapi "k8s.io/apiserver/pkg/cel/openapi"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // Type checking: expressions are evaluated against untyped maps, so a
@@ -84,7 +79,7 @@ func (p *ValidatingPolicy) typeCheck(pol *admissionregistrationv1.ValidatingAdmi
 	hasParams := pol.Spec.ParamKind != nil
 	if hasParams {
 		if gv, err := schema.ParseGroupVersion(pol.Spec.ParamKind.APIVersion); err == nil {
-			params = vapDeclType(gv.WithKind(pol.Spec.ParamKind.Kind))
+			params = p.cfg.Types.Of(gv.WithKind(pol.Spec.ParamKind.Kind))
 		}
 	}
 	var varNames []string
@@ -93,15 +88,15 @@ func (p *ValidatingPolicy) typeCheck(pol *admissionregistrationv1.ValidatingAdmi
 	}
 	type checkEnv struct {
 		gvk schema.GroupVersionKind
-		env *cel.Env
+		env *celgo.Env
 	}
 	var envs []checkEnv
 	for _, gvk := range gvks {
-		obj := vapDeclType(gvk)
+		obj := p.cfg.Types.Of(gvk)
 		if obj == nil {
 			continue
 		}
-		env, err := vapTypedEnv(obj, params, hasParams)
+		env, err := cel.TypedEnv(obj, params, hasParams)
 		if err != nil {
 			p.cfg.Logger.Debug("ValidatingAdmissionPolicy: no typed environment", "kind", gvk, "err", err)
 			continue
@@ -161,138 +156,4 @@ func (p *ValidatingPolicy) typesToCheck(pol *admissionregistrationv1.ValidatingA
 	}
 	slices.SortFunc(out, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
 	return out
-}
-
-// vapTypedEnv is the admission environment with object, oldObject and
-// (when known) params declared by schema instead of dyn.
-func vapTypedEnv(object, params *apiservercel.DeclType, hasParams bool) (*cel.Env, error) {
-	base, err := cel.NewEnv(celLibraries()...)
-	if err != nil {
-		return nil, err
-	}
-	roots := []*apiservercel.DeclType{object}
-	if params != nil {
-		roots = append(roots, params)
-	}
-	rt := apiservercel.NewDeclTypeProvider(roots...)
-	opts, err := rt.EnvOptions(base.CELTypeProvider())
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts,
-		cel.Variable("object", object.CelType()),
-		cel.Variable("oldObject", object.CelType()),
-		cel.Variable("request", cel.DynType),
-		cel.Variable("namespaceObject", cel.DynType),
-		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("authorizer", library.AuthorizerType),
-		cel.Variable("authorizer.requestResource", library.ResourceCheckType))
-	if hasParams {
-		pt := cel.DynType
-		if params != nil {
-			pt = params.CelType()
-		}
-		opts = append(opts, cel.Variable("params", pt))
-	}
-	return base.Extend(opts...)
-}
-
-// vapDeclTypes caches each kind's CEL type: building one walks the whole
-// schema.
-var vapDeclTypes sync.Map // schema.GroupVersionKind -> *apiservercel.DeclType (nil: none)
-
-// vapDeclType returns the CEL type of a built-in kind, from the server's
-// OpenAPI schemas; nil for kinds without one (custom resources).
-func vapDeclType(gvk schema.GroupVersionKind) *apiservercel.DeclType {
-	if t, ok := vapDeclTypes.Load(gvk); ok {
-		return t.(*apiservercel.DeclType)
-	}
-	var dt *apiservercel.DeclType
-	if s := vapSchemaOf(gvk); s != nil {
-		if dt = celcommon.SchemaDeclType(&celopenapi.Schema{Schema: s}, true); dt != nil {
-			dt = dt.MaybeAssignTypeName(fmt.Sprintf("rudder.typecheck.%s.%s.%s", strings.ReplaceAll(gvk.Group, ".", "_"), gvk.Version, gvk.Kind))
-		}
-	}
-	vapDeclTypes.Store(gvk, dt)
-	return dt
-}
-
-// vapSchemaIndex maps each kind to its model name in openapi.Schemas.
-var vapSchemaIndex = sync.OnceValues(func() (map[schema.GroupVersionKind]string, error) {
-	schemas, err := openapi.Schemas()
-	if err != nil {
-		return nil, err
-	}
-	idx := map[schema.GroupVersionKind]string{}
-	for name, s := range schemas {
-		list, _ := s.Extensions["x-kubernetes-group-version-kind"].([]interface{})
-		for _, item := range list {
-			m, _ := item.(map[string]interface{})
-			g, _ := m["group"].(string)
-			v, _ := m["version"].(string)
-			k, _ := m["kind"].(string)
-			if k != "" {
-				idx[schema.GroupVersionKind{Group: g, Version: v, Kind: k}] = name
-			}
-		}
-	}
-	return idx, nil
-})
-
-// vapSchemaOf returns a kind's schema with every reference inlined.
-func vapSchemaOf(gvk schema.GroupVersionKind) *spec.Schema {
-	idx, err := vapSchemaIndex()
-	if err != nil {
-		return nil
-	}
-	name, ok := idx[gvk]
-	if !ok {
-		return nil
-	}
-	schemas, _ := openapi.Schemas()
-	return vapInline(schemas, schemas[name], map[string]bool{name: true})
-}
-
-const vapRefPrefix = "#/components/schemas/"
-
-// vapInline copies s with references replaced by the schemas they name.
-// A reference back into a schema being inlined becomes an open object, so
-// recursive types end.
-func vapInline(schemas map[string]*spec.Schema, s *spec.Schema, visiting map[string]bool) *spec.Schema {
-	if s == nil {
-		return nil
-	}
-	ref := s.Ref.String()
-	if ref == "" && len(s.AllOf) == 1 {
-		// A field with its own description or default refers through allOf.
-		ref = s.AllOf[0].Ref.String()
-	}
-	if ref != "" {
-		name := strings.TrimPrefix(ref, vapRefPrefix)
-		target, ok := schemas[name]
-		if !ok || visiting[name] {
-			open := &spec.Schema{}
-			open.Type = spec.StringOrArray{"object"}
-			open.Extensions = spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}
-			return open
-		}
-		visiting[name] = true
-		out := vapInline(schemas, target, visiting)
-		delete(visiting, name)
-		return out
-	}
-	out := *s
-	if len(s.Properties) > 0 {
-		out.Properties = make(map[string]spec.Schema, len(s.Properties))
-		for k, v := range s.Properties {
-			out.Properties[k] = *vapInline(schemas, &v, visiting)
-		}
-	}
-	if s.Items != nil && s.Items.Schema != nil {
-		out.Items = &spec.SchemaOrArray{Schema: vapInline(schemas, s.Items.Schema, visiting)}
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		out.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: vapInline(schemas, s.AdditionalProperties.Schema, visiting)}
-	}
-	return &out
 }

@@ -10,13 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
+
+// testTypes are the built-in kinds' CEL types, as the server wires them.
+var testTypes = cel.NewTypes(openapi.Schemas)
 
 func TestValidatingPolicyTypeCheck(t *testing.T) {
 	p := NewValidatingPolicy(ValidatingPolicyConfig{Resources: []ResourceKind{
 		{Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Namespaced: true},
 		{Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true},
-	}})
+	}, Types: testTypes})
 	for _, tc := range []struct {
 		name     string
 		mutate   func(*admissionregistrationv1.ValidatingAdmissionPolicy)
@@ -61,7 +67,7 @@ func TestValidatingPolicyTypeCheckWritesStatus(t *testing.T) {
 	pol := vapTestPolicy("p", admissionregistrationv1.Validation{Expression: "object.spec.replica <= 5"})
 	status := &vapStatusRecorder{}
 	p := NewValidatingPolicy(ValidatingPolicyConfig{Objects: &vapObjects{items: []runtime.Object{pol}}, Status: status,
-		Resources: []ResourceKind{{Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Namespaced: true}}})
+		Resources: []ResourceKind{{Resource: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Namespaced: true}}, Types: testTypes})
 	p.typeCheckOnce(t.Context())
 	if len(status.written) != 1 {
 		t.Fatalf("%d status writes, want 1", len(status.written))

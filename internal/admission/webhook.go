@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
 
@@ -89,7 +90,7 @@ func newWHBase(cfg WebhookConfig, gvr schema.GroupVersionResource, mutating bool
 		caller: &whCaller{objects: cfg.Objects}, byID: map[schema.GroupResource][]ServedResource{},
 		byGVR: map[schema.GroupVersionResource]ServedResource{}}
 	for _, s := range cfg.Served {
-		b.byID[s.storageIdentity()] = append(b.byID[s.storageIdentity()], s)
+		b.byID[s.StorageIdentity()] = append(b.byID[s.StorageIdentity()], s)
 		b.byGVR[s.Resource] = s
 	}
 	return b
@@ -101,7 +102,7 @@ func (b *whBase) equivalents(gvr schema.GroupVersionResource) []ServedResource {
 	if !ok {
 		return nil
 	}
-	return b.byID[s.storageIdentity()]
+	return b.byID[s.StorageIdentity()]
 }
 
 // convert translates obj from resource from to resource to, through
@@ -404,7 +405,7 @@ func (p *MutatingWebhook) callOne(ctx context.Context, inv *whInvocation, a *Att
 		return false, err
 	}
 	for _, w := range res.warnings {
-		AddWarning(ctx, w)
+		admit.AddWarning(ctx, w)
 	}
 	if !res.allowed {
 		return false, whDenied(h.name, res.status)
@@ -529,7 +530,7 @@ func (p *ValidatingWebhook) callOne(ctx context.Context, inv *whInvocation, a *A
 		return err
 	}
 	for _, w := range res.warnings {
-		AddWarning(ctx, w)
+		admit.AddWarning(ctx, w)
 	}
 	if !res.allowed {
 		return whDenied(h.name, res.status)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // The webhooks in force: the configurations in the watch cache,
@@ -52,7 +54,7 @@ type whHook struct {
 
 type whCondition struct {
 	name string
-	prog *CELProgram
+	prog *cel.Program
 }
 
 // whSnapshot is the compiled hooks of one set of configurations.
@@ -184,7 +186,7 @@ func whCompileHook(config string, i int, name string, cc admissionregistrationv1
 		}
 	}
 	for _, c := range conds {
-		prog, err := CompileExpression(c.Expression, CELBool, CELDecls{Authorizer: true})
+		prog, err := cel.Compile(c.Expression, cel.Bool, cel.Decls{Authorizer: true})
 		if err != nil {
 			h.broken = fmt.Errorf("matchCondition %q: %w", c.Name, err)
 			continue

@@ -20,32 +20,6 @@ import (
 // objectSelector, rules (exact, then equivalent), and — once the hook is
 // known to match — matchConditions.
 
-// ServedResource is one resource the server serves, as the webhook
-// plugins need to know it: matchPolicy Equivalent matches a write under
-// the other resources served from the same storage (autoscaling/v1 and
-// v2 HorizontalPodAutoscalers, core and events.k8s.io Events), whose
-// objects the conversions below translate; and an object a webhook
-// patched gets its resource's defaults again, as a decoded object would.
-type ServedResource struct {
-	Resource schema.GroupVersionResource
-	Kind     schema.GroupVersionKind
-	// Default fills the resource's defaults; nil for none.
-	Default func(runtime.Object)
-	// Storage is the resource whose objects this one serves, converted;
-	// zero when it is stored as itself. ToStorage and FromStorage
-	// convert to and from it, returning new objects.
-	Storage                schema.GroupVersionResource
-	ToStorage, FromStorage func(runtime.Object) runtime.Object
-}
-
-// storageIdentity is what equivalent resources share.
-func (s ServedResource) storageIdentity() schema.GroupResource {
-	if !s.Storage.Empty() {
-		return s.Storage.GroupResource()
-	}
-	return s.Resource.GroupResource()
-}
-
 // whExempt are the resources no webhook sees: a broken webhook must not
 // be able to stop its own configuration from being fixed or removed.
 var whExempt = map[schema.GroupResource]bool{

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 var (
@@ -206,7 +207,7 @@ func TestWebhookMatchConditions(t *testing.T) {
 	compile := func(t *testing.T, exprs ...string) []whCondition {
 		var out []whCondition
 		for i, e := range exprs {
-			p, err := CompileExpression(e, CELBool, CELDecls{Authorizer: true})
+			p, err := cel.Compile(e, cel.Bool, cel.Decls{Authorizer: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
@@ -188,7 +189,7 @@ func TestMutatingWebhookPatchesAndWarns(t *testing.T) {
 	objs := &whObjects{}
 	objs.put(mwcGVR, mutatingConfig("inject", hookSpec{name: "inject.example.com", url: srv.URL + "/mutate", caBundle: srv.CABundle}))
 	var warnings []string
-	ctx := admission.WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
+	ctx := admit.WithWarnings(context.Background(), func(m string) { warnings = append(warnings, m) })
 	a := newPodAttrs()
 	pod := a.Object.(*corev1.Pod)
 	if err := admitAndValidate(ctx, webhookChain(objs), a); err != nil {

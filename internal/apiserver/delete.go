@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/storage"
 )
@@ -150,7 +150,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 				return nil, false, apierrors.NewConflict(h.gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 			}
 		}
-		attrs := &admission.Attributes{Operation: admission.Delete, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+		attrs := &admit.Attributes{Operation: admit.Delete, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 			Namespace: namespace, Name: name, OldObject: cur, User: user, DryRun: isDry}
 		if err := h.s.admission.Validate(ctx, attrs); err != nil {
 			return nil, false, err

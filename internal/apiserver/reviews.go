@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
 
@@ -109,7 +109,7 @@ func (h *resourceHandler) answerReview(w http.ResponseWriter, r *http.Request, n
 		return nil, apierrors.NewBadRequest("no user present on request")
 	}
 	ctx := r.Context()
-	attrs := &admission.Attributes{Operation: admission.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+	attrs := &admit.Attributes{Operation: admit.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Namespace: namespace, Object: obj, User: user, DryRun: isDry}
 	if err := h.s.admission.Admit(ctx, attrs); err != nil {
 		return nil, err

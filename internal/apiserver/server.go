@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -39,9 +39,10 @@ type Config struct {
 	// the server's own roles and bindings when an Authorizer is set, and
 	// every rule when none is (everything is allowed then).
 	RuleResolver auth.RuleResolver
-	// Admission is the admission chain; it may be built after New, from
-	// the server's own caches, and set with SetAdmission before Start.
-	Admission *admission.Chain
+	// Admission is the admission chain (internal/admission's Chain); it
+	// may be built after New, from the server's own caches, and set with
+	// SetAdmission before Start. Nil admits everything.
+	Admission admit.Interface
 	// WatchCacheCapacity is the number of events each resource's cache
 	// keeps for watches that resume (default 10,000).
 	WatchCacheCapacity int
@@ -70,7 +71,7 @@ type Server struct {
 	store     *storage.Store
 	codec     *storage.Codec
 	codecs    *codecs
-	admission *admission.Chain
+	admission admit.Interface
 	clock     clock.Clock
 	metrics   *prometheus.Registry
 
@@ -132,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		store:     cfg.Store,
 		codecs:    newCodecs(),
-		admission: cfg.Admission,
+		admission: orNone(cfg.Admission),
 		clock:     cfg.Clock,
 		metrics:   cfg.Registry,
 		handlers:  map[schema.GroupVersionResource]*resourceHandler{},
@@ -211,9 +212,16 @@ func (s *Server) SetAuthorization(az auth.Authorizer, impersonate func(r *http.R
 // before the server serves.
 func (s *Server) SetAuthenticator(a auth.Authenticator) { s.cfg.Authenticator = a }
 
-// SetAdmission installs the admission chain. It must be called before
-// Start.
-func (s *Server) SetAdmission(c *admission.Chain) { s.admission = c }
+// SetAdmission installs the admission chain; nil admits everything. It
+// must be called before Start.
+func (s *Server) SetAdmission(c admit.Interface) { s.admission = orNone(c) }
+
+func orNone(c admit.Interface) admit.Interface {
+	if c == nil {
+		return admit.None
+	}
+	return c
+}
 
 // Start runs the watch caches until ctx ends and returns once every cache
 // has its initial list.
@@ -296,7 +304,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = context.WithValue(ctx, infoKey, info)
 	// Admission plugins may admit a write with warnings; they go out as
 	// Warning headers, written before the response is.
-	ctx = admission.WithWarnings(ctx, func(msg string) { addWarning(rw, msg) })
+	ctx = admit.WithWarnings(ctx, func(msg string) { addWarning(rw, msg) })
 	r = r.WithContext(ctx)
 	if err := s.authorize(r, user, info); err != nil {
 		s.writeError(rw, r, err)

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 )
@@ -183,7 +183,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request, namespace, n
 	req.CreationTimestamp = metav1.NewTime(now)
 	req.Status = authenticationv1.TokenRequestStatus{}
 
-	attrs := &admission.Attributes{Operation: admission.Create, Kind: tokenRequestGVK, Resource: h.res.GroupVersionResource(),
+	attrs := &admit.Attributes{Operation: admit.Create, Kind: tokenRequestGVK, Resource: h.res.GroupVersionResource(),
 		Subresource: "token", Namespace: namespace, Name: name, Object: req, User: requestUser(r), DryRun: isDry}
 	if err := s.admission.Admit(ctx, attrs); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -221,7 +221,7 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.O
 		}
 	}
 	next.GetObjectKind().SetGroupVersionKind(h.gvk)
-	attrs := &admission.Attributes{Operation: admission.Update, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+	attrs := &admit.Attributes{Operation: admit.Update, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Subresource: req.subresource, Namespace: nm.GetNamespace(), Name: nm.GetName(),
 		Object: next, OldObject: cur, User: req.user, DryRun: req.dryRun}
 	if err := admitKeepingManagedFields(next, func() error { return h.s.admission.Admit(ctx, attrs) }); err != nil {

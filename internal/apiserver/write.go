@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -281,7 +281,7 @@ func (h *resourceHandler) createTracked(ctx context.Context, in runtime.Object, 
 		in = h.trackUpdate(h.emptyObject(), in, req.manager, "")
 	}
 	m := objectMeta(in)
-	attrs := &admission.Attributes{Operation: admission.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
+	attrs := &admit.Attributes{Operation: admit.Create, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Namespace: m.GetNamespace(), Name: m.GetName(), Object: in, User: user, DryRun: isDry}
 	if err := admitKeepingManagedFields(in, func() error { return h.s.admission.Admit(ctx, attrs) }); err != nil {
 		return nil, err

@@ -27,8 +27,10 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/admission"
 	"github.com/rudder-dev/rudder/internal/apiserver"
+	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
 	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 	"github.com/rudder-dev/rudder/internal/auth"
+	"github.com/rudder-dev/rudder/internal/cel"
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
@@ -297,6 +299,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// unless it is asked for by name.
 		StorageProtectionControllers: slices.Contains(cfg.EnableAdmissionPlugins, "StorageObjectInUseProtection") || controller.Enabled("pvc-protection", cfg.Controllers, false) && controller.Enabled("pv-protection", cfg.Controllers, false),
 		Resources:                    registry.AdmissionResources(),
+		Types:                        cel.NewTypes(openapi.Schemas),
 		Context:                      ctx,
 		// The webhooks match a resource under its other served versions
 		// and re-default the objects they patch.

@@ -16,7 +16,8 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // Validating admission policies: a policy holds CEL expressions and what
@@ -154,7 +155,7 @@ func vapValidateSpec(name string, spec *admissionregistrationv1.ValidatingAdmiss
 	}
 	allErrs = append(allErrs, vapValidateMatchConditions(spec.MatchConditions, hasParams, fld.Child("matchConditions"))...)
 
-	decls := admission.CELDecls{Params: hasParams, Authorizer: true}
+	decls := cel.Decls{Params: hasParams, Authorizer: true}
 	for i, v := range spec.Variables {
 		vp := fld.Child("variables").Index(i)
 		if strings.TrimSpace(v.Name) == "" {
@@ -165,7 +166,7 @@ func vapValidateSpec(name string, spec *admissionregistrationv1.ValidatingAdmiss
 		if strings.TrimSpace(v.Expression) == "" {
 			allErrs = append(allErrs, field.Required(vp.Child("expression"), "expression is not specified"))
 		} else {
-			allErrs = append(allErrs, vapCompile(v.Expression, admission.CELAny, decls, vp.Child("expression"))...)
+			allErrs = append(allErrs, vapCompile(v.Expression, cel.Any, decls, vp.Child("expression"))...)
 		}
 		decls.Variables = append(decls.Variables, v.Name)
 	}
@@ -201,7 +202,7 @@ func vapValidateSpec(name string, spec *admissionregistrationv1.ValidatingAdmiss
 			allErrs = append(allErrs, field.Required(ap.Child("valueExpression"),
 				fmt.Sprintf("must not exceed %d bytes in length", vapMaxValueExpressionLen)))
 		default:
-			allErrs = append(allErrs, vapCompile(a.ValueExpression, admission.CELStringOrNull, decls, ap.Child("valueExpression"))...)
+			allErrs = append(allErrs, vapCompile(a.ValueExpression, cel.StringOrNull, decls, ap.Child("valueExpression"))...)
 		}
 	}
 	return allErrs
@@ -209,12 +210,12 @@ func vapValidateSpec(name string, spec *admissionregistrationv1.ValidatingAdmiss
 
 var vapNewlines = regexp.MustCompile(`[\n\r]+`)
 
-func vapValidateValidation(v *admissionregistrationv1.Validation, decls admission.CELDecls, fld *field.Path) field.ErrorList {
+func vapValidateValidation(v *admissionregistrationv1.Validation, decls cel.Decls, fld *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if strings.TrimSpace(v.Expression) == "" {
 		allErrs = append(allErrs, field.Required(fld.Child("expression"), "expression is not specified"))
 	} else {
-		allErrs = append(allErrs, vapCompile(v.Expression, admission.CELBool, decls, fld.Child("expression"))...)
+		allErrs = append(allErrs, vapCompile(v.Expression, cel.Bool, decls, fld.Child("expression"))...)
 	}
 	if v.MessageExpression != "" && strings.TrimSpace(v.MessageExpression) == "" {
 		allErrs = append(allErrs, field.Invalid(fld.Child("messageExpression"), v.MessageExpression, "must be non-empty if specified"))
@@ -222,7 +223,7 @@ func vapValidateValidation(v *admissionregistrationv1.Validation, decls admissio
 		// messageExpression may not call the authorizer, as upstream.
 		md := decls
 		md.Authorizer = false
-		allErrs = append(allErrs, vapCompile(v.MessageExpression, admission.CELString, md, fld.Child("messageExpression"))...)
+		allErrs = append(allErrs, vapCompile(v.MessageExpression, cel.String, md, fld.Child("messageExpression"))...)
 	}
 	msg := strings.TrimSpace(v.Message)
 	if v.Message != "" && msg == "" {
@@ -251,8 +252,8 @@ func vapValidateMatchConditions(conds []admissionregistrationv1.MatchCondition, 
 		if strings.TrimSpace(c.Expression) == "" {
 			allErrs = append(allErrs, field.Required(cp.Child("expression"), ""))
 		} else {
-			allErrs = append(allErrs, vapCompile(strings.TrimSpace(c.Expression), admission.CELBool,
-				admission.CELDecls{Params: params, Authorizer: true}, cp.Child("expression"))...)
+			allErrs = append(allErrs, vapCompile(strings.TrimSpace(c.Expression), cel.Bool,
+				cel.Decls{Params: params, Authorizer: true}, cp.Child("expression"))...)
 		}
 		if c.Name == "" {
 			allErrs = append(allErrs, field.Required(cp.Child("name"), ""))
@@ -268,12 +269,12 @@ func vapValidateMatchConditions(conds []admissionregistrationv1.MatchCondition, 
 }
 
 // vapCompile reports a compile error as a 422 at the expression's path.
-func vapCompile(expr string, want admission.CELResult, decls admission.CELDecls, fld *field.Path) field.ErrorList {
-	_, err := admission.CompileExpression(expr, want, decls)
+func vapCompile(expr string, want cel.Result, decls cel.Decls, fld *field.Path) field.ErrorList {
+	_, err := cel.Compile(expr, want, decls)
 	if err == nil {
 		return nil
 	}
-	var ce *admission.CELCompileError
+	var ce *cel.CompileError
 	if errors.As(err, &ce) {
 		return field.ErrorList{field.Invalid(fld, expr, ce.Detail)}
 	}
@@ -590,13 +591,13 @@ var validatingAdmissionPolicyBindingTable = &Table{
 // admission plugins that resolve a kind to a resource
 // (ValidatingAdmissionPolicy's paramKind). Resources that serve another
 // resource's objects (StorageView) are included under their own kind.
-func AdmissionResources() []admission.ResourceKind {
-	var out []admission.ResourceKind
+func AdmissionResources() []admit.ResourceKind {
+	var out []admit.ResourceKind
 	for _, r := range All() {
 		if r.Virtual {
 			continue
 		}
-		out = append(out, admission.ResourceKind{Resource: r.GroupVersionResource(), Kind: r.Kind, Namespaced: r.Namespaced, New: r.New})
+		out = append(out, admit.ResourceKind{Resource: r.GroupVersionResource(), Kind: r.Kind, Namespaced: r.Namespaced, New: r.New})
 	}
 	return out
 }

@@ -16,7 +16,8 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/rudder-dev/rudder/internal/admission"
+	"github.com/rudder-dev/rudder/internal/admit"
+	"github.com/rudder-dev/rudder/internal/cel"
 )
 
 // Webhook configurations: each names one or more webhooks, HTTPS
@@ -35,7 +36,7 @@ import (
 // (duplicate webhook names, unknown review versions, side effects), so a
 // configuration stored under looser rules can still be edited; as
 // upstream, a match condition already stored is not recompiled. Match
-// conditions are compiled with internal/admission's CEL environment, the
+// conditions are compiled in internal/cel's environment, the
 // one the webhook plugins evaluate them in.
 
 func webhookConfigurationResources() []*Resource {
@@ -79,10 +80,10 @@ func webhookConfigurationResources() []*Resource {
 // admission plugins need it: matchPolicy Equivalent matches a write
 // under the resources served from the same storage and converts objects
 // between them; a patched object gets its resource's defaults again.
-func WebhookServedResources() []admission.ServedResource {
-	var out []admission.ServedResource
+func WebhookServedResources() []admit.ServedResource {
+	var out []admit.ServedResource
 	for _, r := range All() {
-		s := admission.ServedResource{Resource: r.GroupVersionResource(), Kind: r.GroupVersionKind(), Default: r.Default}
+		s := admit.ServedResource{Resource: r.GroupVersionResource(), Kind: r.GroupVersionKind(), Default: r.Default}
 		if v := r.Storage; v != nil {
 			s.Storage = schema.GroupVersionResource{Group: v.Group, Version: v.Version, Resource: v.Resource}
 			s.ToStorage, s.FromStorage = v.ToStorage, v.FromStorage
@@ -556,7 +557,7 @@ func whValidateMatchConditions(conds []admissionregistrationv1.MatchCondition, s
 		}
 		// Compiled as the webhook plugins compile it: object, oldObject,
 		// request and authorizer, yielding a bool.
-		if _, err := admission.CompileExpression(c.Expression, admission.CELBool, admission.CELDecls{Authorizer: true}); err != nil {
+		if _, err := cel.Compile(c.Expression, cel.Bool, cel.Decls{Authorizer: true}); err != nil {
 			errs = append(errs, field.Invalid(cp.Child("expression"), c.Expression, err.Error()))
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/rudder-dev/rudder/internal/cronschedule"
 )
 
 // The cronjob controller names jobs <cronjob>-<11-character timestamp>, and
@@ -100,7 +102,7 @@ func validateCronJobSpec(spec, old *batchv1.CronJobSpec, fldPath *field.Path) fi
 
 func validateSchedule(schedule string, allowTZ bool, timeZone *string, p *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if _, err := ParseCronSchedule(schedule); err != nil {
+	if _, err := cronschedule.Parse(schedule); err != nil {
 		allErrs = append(allErrs, field.Invalid(p, schedule, err.Error()))
 	}
 	hasTZ := strings.Contains(schedule, "TZ")

@@ -14,8 +14,9 @@
 // # Schedules and time
 //
 // The schedule is standard cron (five fields, @hourly and friends,
-// @every), parsed by the API server's own parser
-// (registry.ParseCronSchedule), so what validation accepts is what runs.
+// @every, a TZ= or CRON_TZ= prefix), parsed with robfig/cron's standard
+// parser through internal/cronschedule, as the API server's validation
+// parses it, so what validation accepts is what runs.
 // It is read in spec.timeZone (an IANA name, from the Go time zone
 // database embedded in the binary), else in the controller's local zone.
 // A time that does not exist on a daylight-saving day is skipped; one

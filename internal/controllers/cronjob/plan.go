@@ -4,12 +4,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 )
 
 // Why a sync starts no job.
@@ -47,7 +46,7 @@ type runDecision struct {
 // concurrencyPolicy to cj (whose status.active is already reconciled) at
 // now. Only the most recent missed start time is ever run: a controller
 // back after an outage starts one job, not one per missed time.
-func decideRun(cj *batchv1.CronJob, now time.Time, sched *registry.CronSchedule) runDecision {
+func decideRun(cj *batchv1.CronJob, now time.Time, sched cron.Schedule) runDecision {
 	_, scheduled, missed, err := mostRecentScheduleTime(cj, now, sched, true)
 	d := runDecision{wakeAt: nextWakeup(cj, now, sched), manyMissed: missed == manyMissed && scheduled != nil}
 	if err != nil {

@@ -10,15 +10,16 @@ import (
 	// minimal images without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rudder-dev/rudder/internal/apiserver/registry"
+	"github.com/rudder-dev/rudder/internal/cronschedule"
 )
 
 // The pure half: schedule arithmetic and the jobs a CronJob makes. The
-// cron dialect is the API server's own parser (registry.CronSchedule), so
-// what validation accepts is exactly what runs.
+// schedule is parsed by internal/cronschedule, as the API server's
+// validation parses it, so what validation accepts is exactly what runs.
 
 var cronJobKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 
@@ -46,9 +47,9 @@ func scheduleSpec(cj *batchv1.CronJob) (spec string, ownTZ bool) {
 	return cj.Spec.Schedule, false
 }
 
-func parseSchedule(cj *batchv1.CronJob) (*registry.CronSchedule, error) {
+func parseSchedule(cj *batchv1.CronJob) (cron.Schedule, error) {
 	spec, _ := scheduleSpec(cj)
-	return registry.ParseCronSchedule(spec)
+	return cronschedule.Parse(spec)
 }
 
 type missedSchedules int
@@ -69,7 +70,7 @@ var errNoGap = errors.New("time difference between two schedules is less than 1 
 // Missed times are counted by arithmetic on the schedule's period, not by
 // walking them: a CronJob whose controller was down for a year costs one
 // step, not half a million.
-func mostRecentScheduleTime(cj *batchv1.CronJob, now time.Time, sched *registry.CronSchedule, includeDeadline bool) (time.Time, *time.Time, missedSchedules, error) {
+func mostRecentScheduleTime(cj *batchv1.CronJob, now time.Time, sched cron.Schedule, includeDeadline bool) (time.Time, *time.Time, missedSchedules, error) {
 	earliest := cj.CreationTimestamp.Time
 	if cj.Status.LastScheduleTime != nil {
 		earliest = cj.Status.LastScheduleTime.Time
@@ -115,7 +116,7 @@ func mostRecentScheduleTime(cj *batchv1.CronJob, now time.Time, sched *registry.
 // the first start time after the most recent one (startingDeadlineSeconds
 // ignored, so a CronJob late by more than its deadline wakes for its next
 // time). Zero when the schedule never fires again.
-func nextWakeup(cj *batchv1.CronJob, now time.Time, sched *registry.CronSchedule) time.Time {
+func nextWakeup(cj *batchv1.CronJob, now time.Time, sched cron.Schedule) time.Time {
 	earliest, recent, missed, err := mostRecentScheduleTime(cj, now, sched, false)
 	from := now
 	switch {

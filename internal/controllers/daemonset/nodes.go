@@ -3,14 +3,17 @@ package daemonset
 import (
 	"strconv"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-
-	"github.com/rudder-dev/rudder/internal/scheduler/plugins"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
+
+// discardLog is the logger component-helpers asks for: it logs only for
+// the comparison toleration operators, which are off (an alpha feature).
+var discardLog = logr.Discard()
 
 // Which nodes a DaemonSet's pods belong on, and the pods it makes for
 // them. Pure: nodes and sets in, answers out.
@@ -170,7 +173,7 @@ func shouldRun(node *corev1.Node, ds *appsv1.DaemonSet) (run, cont bool) {
 		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
-		if plugins.TolerationsTolerateTaint(tolerations, taint) {
+		if corev1helpers.TolerationsTolerateTaint(discardLog, tolerations, taint, false) {
 			continue
 		}
 		run = false
@@ -182,78 +185,15 @@ func shouldRun(node *corev1.Node, ds *appsv1.DaemonSet) (run, cont bool) {
 }
 
 // nodeMatches applies the pod's nodeSelector and required node affinity
-// to node, as the scheduler's NodeAffinity filter does: the selector's
-// labels must all match; of the required terms one must, each term
-// matching when all its expressions and fields do. A term that cannot be
-// parsed, or has neither, matches nothing.
+// to node, as the scheduler's NodeAffinity filter does (both through
+// component-helpers): the selector's labels must all match; of the
+// required terms one must. A term that cannot be parsed, or has neither
+// expressions nor fields, matches nothing.
 func nodeMatches(spec *corev1.PodSpec, node *corev1.Node) bool {
-	if len(spec.NodeSelector) > 0 && !labels.SelectorFromSet(spec.NodeSelector).Matches(labels.Set(node.Labels)) {
-		return false
-	}
-	a := spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if termMatches(&term, node) {
-			return true
-		}
-	}
-	return false
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: spec.NodeSelector, Affinity: spec.Affinity}}
+	ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	return ok
 }
-
-func termMatches(term *corev1.NodeSelectorTerm, node *corev1.Node) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	for _, e := range term.MatchExpressions {
-		r, err := requirement(e)
-		if err != nil || !r.Matches(labels.Set(node.Labels)) {
-			return false
-		}
-	}
-	for _, f := range term.MatchFields {
-		if f.Key != metav1.ObjectNameField || len(f.Values) != 1 {
-			return false
-		}
-		switch f.Operator {
-		case corev1.NodeSelectorOpIn:
-			if node.Name != f.Values[0] {
-				return false
-			}
-		case corev1.NodeSelectorOpNotIn:
-			if node.Name == f.Values[0] {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-var nodeSelectorOps = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
-}
-
-func requirement(e corev1.NodeSelectorRequirement) (*labels.Requirement, error) {
-	op, ok := nodeSelectorOps[e.Operator]
-	if !ok {
-		return nil, errUnknownOperator
-	}
-	return labels.NewRequirement(e.Key, op, e.Values)
-}
-
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-const errUnknownOperator = constError("unknown node selector operator")
 
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {

@@ -25,7 +25,7 @@
 // The object carries the Service's labels, plus
 // service.kubernetes.io/headless for a Service without a cluster IP, and
 // the endpoints.kubernetes.io/last-change-trigger-time annotation
-// (endpointslice.TriggerTimes). Past MaxAddresses (1000) addresses it is
+// (serviceendpoints.TriggerTimes). Past MaxAddresses (1000) addresses it is
 // truncated, ready addresses first, and annotated
 // endpoints.kubernetes.io/over-capacity=truncated.
 //
@@ -62,7 +62,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/rudder-dev/rudder/internal/controller"
-	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // Workers is the number of Services synced at once, upstream's
@@ -83,7 +83,7 @@ type epController struct {
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
 	epSynced  cache.InformerSynced
-	triggers  *endpointslice.TriggerTimes
+	triggers  *serviceendpoints.TriggerTimes
 	stale     staleVersions
 	recorder  record.EventRecorder
 	log       *slog.Logger
@@ -100,7 +100,7 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 		pods:      podInf.Lister(),
 		endpoints: epInf.Lister(),
 		epSynced:  epInf.Informer().HasSynced,
-		triggers:  endpointslice.NewTriggerTimes(),
+		triggers:  serviceendpoints.NewTriggerTimes(),
 		stale:     staleVersions{m: map[string]string{}},
 		recorder:  cx.Recorder("endpoint-controller"),
 		log:       cx.Logger("endpoints"),
@@ -111,11 +111,11 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { c.podEvent(nil, endpointslice.PodFromObject(obj)) },
+		AddFunc: func(obj interface{}) { c.podEvent(nil, serviceendpoints.PodFromObject(obj)) },
 		UpdateFunc: func(old, cur interface{}) {
-			c.podEvent(endpointslice.PodFromObject(old), endpointslice.PodFromObject(cur))
+			c.podEvent(serviceendpoints.PodFromObject(old), serviceendpoints.PodFromObject(cur))
 		},
-		DeleteFunc: func(obj interface{}) { c.podEvent(endpointslice.PodFromObject(obj), nil) },
+		DeleteFunc: func(obj interface{}) { c.podEvent(serviceendpoints.PodFromObject(obj), nil) },
 	}); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func newController(_ context.Context, cx *controller.Context) ([]controller.Runn
 }
 
 func (c *epController) podEvent(old, cur *corev1.Pod) {
-	for _, key := range endpointslice.ServicesForPodEvent(c.services, old, cur, c.log) {
+	for _, key := range serviceendpoints.ServicesForPodEvent(c.services, old, cur, c.log) {
 		c.queue.EnqueueKey(key)
 	}
 }
@@ -205,7 +205,7 @@ func (c *epController) Reconcile(ctx context.Context, key string) (controller.Re
 	if next.Labels == nil {
 		next.Labels = map[string]string{}
 	}
-	if endpointslice.HasClusterIP(svc) {
+	if serviceendpoints.HasClusterIP(svc) {
 		delete(next.Labels, corev1.IsHeadlessService)
 	} else {
 		next.Labels[corev1.IsHeadlessService] = ""

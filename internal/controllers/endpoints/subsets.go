@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rudder-dev/rudder/internal/controllers/endpointslice"
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // The pure half of a sync: from a Service and its pods to the subsets of
@@ -34,7 +34,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 	var flat []corev1.EndpointSubset
 	publish := svc.Spec.PublishNotReadyAddresses
 	for _, pod := range pods {
-		if !endpointslice.PodInEndpoints(pod, publish) {
+		if !serviceendpoints.PodInEndpoints(pod, publish) {
 			continue
 		}
 		addr, ok := podAddress(svc, pod)
@@ -42,7 +42,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 			continue
 		}
 		one := func(ports []corev1.EndpointPort) corev1.EndpointSubset {
-			if publish || endpointslice.PodReady(pod) {
+			if publish || serviceendpoints.PodReady(pod) {
 				return corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports}
 			}
 			return corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports}
@@ -55,7 +55,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 		}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
-			num, ok := endpointslice.FindPort(pod, sp)
+			num, ok := serviceendpoints.FindPort(pod, sp)
 			if !ok {
 				continue
 			}
@@ -76,17 +76,17 @@ func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, b
 	switch {
 	case len(svc.Spec.IPFamilies) > 0:
 		v6 = svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
-	case endpointslice.HasClusterIP(svc):
-		v6 = endpointslice.IsIPv6(svc.Spec.ClusterIP)
+	case serviceendpoints.HasClusterIP(svc):
+		v6 = serviceendpoints.IsIPv6(svc.Spec.ClusterIP)
 	default:
-		v6 = endpointslice.IsIPv6(pod.Status.PodIP)
+		v6 = serviceendpoints.IsIPv6(pod.Status.PodIP)
 	}
 	ips := pod.Status.PodIPs
 	if len(ips) == 0 && pod.Status.PodIP != "" {
 		ips = []corev1.PodIP{{IP: pod.Status.PodIP}}
 	}
 	for _, ip := range ips {
-		if endpointslice.IsIPv6(ip.IP) != v6 {
+		if serviceendpoints.IsIPv6(ip.IP) != v6 {
 			continue
 		}
 		a := corev1.EndpointAddress{
@@ -96,7 +96,7 @@ func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, b
 		if pod.Spec.NodeName != "" {
 			a.NodeName = new(pod.Spec.NodeName)
 		}
-		if endpointslice.SetsHostname(pod, svc) {
+		if serviceendpoints.SetsHostname(pod, svc) {
 			a.Hostname = pod.Spec.Hostname
 		}
 		return a, true

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // Config tunes the controller; zero values take upstream's defaults.
@@ -67,7 +68,7 @@ type sliceController struct {
 	nodes       corelisters.NodeLister
 	slices      discoverylisters.EndpointSliceLister
 	tracker     *sliceTracker
-	triggers    *TriggerTimes
+	triggers    *serviceendpoints.TriggerTimes
 	recorder    record.EventRecorder
 	log         *slog.Logger
 	maxPerSlice int
@@ -86,7 +87,7 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 		nodes:       nodeInf.Lister(),
 		slices:      sliceInf.Lister(),
 		tracker:     newSliceTracker(),
-		triggers:    NewTriggerTimes(),
+		triggers:    serviceendpoints.NewTriggerTimes(),
 		recorder:    cx.Recorder("endpoint-slice-controller"),
 		log:         cx.Logger("endpointslice"),
 		maxPerSlice: cfg.MaxEndpointsPerSlice,
@@ -100,9 +101,11 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 		return nil, err
 	}
 	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.podEvent(nil, PodFromObject(obj)) },
-		UpdateFunc: func(old, cur interface{}) { c.podEvent(PodFromObject(old), PodFromObject(cur)) },
-		DeleteFunc: func(obj interface{}) { c.podEvent(PodFromObject(obj), nil) },
+		AddFunc: func(obj interface{}) { c.podEvent(nil, serviceendpoints.PodFromObject(obj)) },
+		UpdateFunc: func(old, cur interface{}) {
+			c.podEvent(serviceendpoints.PodFromObject(old), serviceendpoints.PodFromObject(cur))
+		},
+		DeleteFunc: func(obj interface{}) { c.podEvent(serviceendpoints.PodFromObject(obj), nil) },
 	}); err != nil {
 		return nil, err
 	}
@@ -117,7 +120,7 @@ func newController(cx *controller.Context, cfg Config) ([]controller.Runnable, e
 }
 
 func (c *sliceController) podEvent(old, cur *corev1.Pod) {
-	for _, key := range ServicesForPodEvent(c.services, old, cur, c.log) {
+	for _, key := range serviceendpoints.ServicesForPodEvent(c.services, old, cur, c.log) {
 		c.queue.EnqueueKey(key)
 	}
 }
@@ -128,7 +131,7 @@ func managed(s *discoveryv1.EndpointSlice) bool {
 
 func (c *sliceController) enqueueServiceOf(s *discoveryv1.EndpointSlice) {
 	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-		c.queue.EnqueueAfter(ServiceKey(s.Namespace, name), sliceChangeDelay)
+		c.queue.EnqueueAfter(serviceendpoints.ServiceKey(s.Namespace, name), sliceChangeDelay)
 	}
 }
 

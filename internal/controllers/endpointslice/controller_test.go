@@ -18,6 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // TestReconcileWaitsForItsOwnWrites drives Reconcile against caches the
@@ -58,7 +60,7 @@ func TestReconcileWaitsForItsOwnWrites(t *testing.T) {
 		nodes:       corelisters.NewNodeLister(nodes),
 		slices:      discoverylisters.NewEndpointSliceLister(slicesIdx),
 		tracker:     newSliceTracker(),
-		triggers:    NewTriggerTimes(),
+		triggers:    serviceendpoints.NewTriggerTimes(),
 		recorder:    record.NewFakeRecorder(10),
 		log:         slog.Default(),
 		maxPerSlice: DefaultMaxEndpointsPerSlice,

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // The pure half of a sync, part one: from a Service, its pods and their
@@ -53,8 +55,8 @@ func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
 	if len(out) > 0 {
 		return out
 	}
-	if HasClusterIP(svc) {
-		if IsIPv6(svc.Spec.ClusterIP) {
+	if serviceendpoints.HasClusterIP(svc) {
+		if serviceendpoints.IsIPv6(svc.Spec.ClusterIP) {
 			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
 		}
 		return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
@@ -76,7 +78,7 @@ func desiredEndpoints(svc *corev1.Service, pods []*corev1.Pod, node nodeGetter) 
 	pods = slices.Clone(pods)
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 	for _, pod := range pods {
-		if !PodInEndpoints(pod, true) {
+		if !serviceendpoints.PodInEndpoints(pod, true) {
 			continue
 		}
 		ports := endpointPorts(svc, pod)
@@ -112,7 +114,7 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 	ports := []discoveryv1.EndpointPort{}
 	for i := range svc.Spec.Ports {
 		sp := &svc.Spec.Ports[i]
-		num, ok := FindPort(pod, sp)
+		num, ok := serviceendpoints.FindPort(pod, sp)
 		if !ok {
 			continue
 		}
@@ -132,7 +134,7 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 // its readiness holds, so proxies can drain to it when nothing else is
 // left.
 func podEndpoint(svc *corev1.Service, pod *corev1.Pod, node *corev1.Node, t discoveryv1.AddressType) discoveryv1.Endpoint {
-	serving := PodReady(pod)
+	serving := serviceendpoints.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
@@ -148,7 +150,7 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, node *corev1.Node, t disc
 			ep.Zone = new(z)
 		}
 	}
-	if SetsHostname(pod, svc) {
+	if serviceendpoints.SetsHostname(pod, svc) {
 		ep.Hostname = new(pod.Spec.Hostname)
 	}
 	return ep
@@ -157,7 +159,7 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, node *corev1.Node, t disc
 // addressesOf returns the pod's IPs of one family, in canonical form.
 func addressesOf(pod *corev1.Pod, t discoveryv1.AddressType) []string {
 	var out []string
-	for _, s := range podIPs(pod) {
+	for _, s := range serviceendpoints.PodIPs(pod) {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
 			continue

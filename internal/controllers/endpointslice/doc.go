@@ -58,9 +58,11 @@
 // which do. A restarted controller has no record and starts from its
 // freshly synced cache, which holds every slice that exists.
 //
-// Also shared with the Endpoints controller (internal/controllers/endpoints):
-// PodInEndpoints, PodReady, FindPort, SetsHostname, ServicesForPodEvent
-// and TriggerTimes, so the two objects of one Service agree.
+// What it decides about one pod (is it in, is it ready, which port,
+// which Services to look at again after it changed) and the trigger-time
+// annotation come from internal/serviceendpoints, which the Endpoints
+// controller (internal/controllers/endpoints) uses too, so the two
+// objects of one Service agree.
 //
 // Not done: topology hints (service.kubernetes.io/topology-mode and
 // trafficDistribution) and the controller's metrics.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 // The pure half of a sync, part two: from the slices that exist and the
@@ -291,7 +293,7 @@ func sliceLabels(s *discoveryv1.EndpointSlice, svc *corev1.Service) (labels map[
 		}
 	}
 	changed = !maps.Equal(have, labels)
-	if !HasClusterIP(svc) {
+	if !serviceendpoints.HasClusterIP(svc) {
 		labels[corev1.IsHeadlessService] = ""
 	}
 	labels[discoveryv1.LabelServiceName] = svc.Name

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/serviceendpoints"
 )
 
 func TestFindPort(t *testing.T) {
@@ -43,7 +45,7 @@ func TestFindPort(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			port, ok := FindPort(pod, &corev1.ServicePort{TargetPort: tc.target, Protocol: tc.proto})
+			port, ok := serviceendpoints.FindPort(pod, &corev1.ServicePort{TargetPort: tc.target, Protocol: tc.proto})
 			if port != tc.port || ok != tc.ok {
 				t.Errorf("FindPort = %d, %v; want %d, %v", port, ok, tc.port, tc.ok)
 			}
@@ -92,7 +94,7 @@ func TestServicesForPodEvent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ServicesForPodEvent(lister, tc.old, tc.cur, slog.Default())
+			got := serviceendpoints.ServicesForPodEvent(lister, tc.old, tc.cur, slog.Default())
 			slices.Sort(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -110,7 +112,7 @@ func TestTriggerTimes(t *testing.T) {
 		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
 		return p
 	}
-	tt := NewTriggerTimes()
+	tt := serviceendpoints.NewTriggerTimes()
 	steps := []struct {
 		name string
 		pods []*corev1.Pod

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/quota"
 )
 
 // Config tunes the controller; zero fields take the defaults noted.
@@ -68,7 +69,7 @@ type quotaController struct {
 	cfg    Config
 	client kubernetes.Interface
 	quotas corelisters.ResourceQuotaLister
-	typed  []evaluator // pods, services, claims: always watched
+	typed  []quota.Evaluator // pods, services, claims: always watched
 	counts *countTracker
 	clock  clock.PassiveClock
 	log    *slog.Logger
@@ -90,14 +91,14 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 		clock:  cx.ClockOrReal(),
 		log:    cx.Logger("resourcequota"),
 	}
-	podEval := newPodEvaluator(func(ns string) ([]*corev1.Pod, error) { return podLister.Pods(ns).List(labels.Everything()) })
-	svcEval := newServiceEvaluator(func(ns string) ([]*corev1.Service, error) {
+	podEval := quota.NewPodEvaluator(func(ns string) ([]*corev1.Pod, error) { return podLister.Pods(ns).List(labels.Everything()) })
+	svcEval := quota.NewServiceEvaluator(func(ns string) ([]*corev1.Service, error) {
 		return svcLister.Services(ns).List(labels.Everything())
 	})
-	pvcEval := newPVCEvaluator(func(ns string) ([]*corev1.PersistentVolumeClaim, error) {
+	pvcEval := quota.NewPVCEvaluator(func(ns string) ([]*corev1.PersistentVolumeClaim, error) {
 		return pvcLister.PersistentVolumeClaims(ns).List(labels.Everything())
 	})
-	c.typed = []evaluator{podEval, svcEval, pvcEval}
+	c.typed = []quota.Evaluator{podEval, svcEval, pvcEval}
 	c.counts = &countTracker{
 		informers: cx.MetadataInformers,
 		discovery: cx.Client.Discovery(),
@@ -116,7 +117,7 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 			}
 			// Our own status writes come back here; only a new intent
 			// (spec), or a status that lost it, needs a sync.
-			if !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) || !equalLists(n.Spec.Hard, n.Status.Hard) {
+			if !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) || !quota.EqualLists(n.Spec.Hard, n.Status.Hard) {
 				c.queue.Enqueue(cur)
 			}
 		},
@@ -125,22 +126,22 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 	}
 	if _, err := podInf.Informer().AddEventHandler(changeHandler(c, podEval, func(o, n *corev1.Pod) bool {
 		now := c.clock.Now()
-		ou, _ := podUsage(o, now)
-		nu, _ := podUsage(n, now)
+		ou, _ := quota.PodUsage(o, now)
+		nu, _ := quota.PodUsage(n, now)
 		// A deletion starting does not change the usage yet, but it sets
 		// the time it will; the sync that sees it schedules itself then.
-		return !equalLists(ou, nu) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-			podTerminating(o) != podTerminating(n)
+		return !quota.EqualLists(ou, nu) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+			quota.PodTerminating(o) != quota.PodTerminating(n)
 	})); err != nil {
 		return nil, err
 	}
 	if _, err := svcInf.Informer().AddEventHandler(changeHandler(c, svcEval, func(o, n *corev1.Service) bool {
-		return !equalLists(serviceUsage(o), serviceUsage(n))
+		return !quota.EqualLists(quota.ServiceUsage(o), quota.ServiceUsage(n))
 	})); err != nil {
 		return nil, err
 	}
 	if _, err := pvcInf.Informer().AddEventHandler(changeHandler(c, pvcEval, func(o, n *corev1.PersistentVolumeClaim) bool {
-		return !equalLists(pvcUsage(o), pvcUsage(n)) ||
+		return !quota.EqualLists(quota.PVCUsage(o), quota.PVCUsage(n)) ||
 			!apiequality.Semantic.DeepEqual(o.Spec.VolumeAttributesClassName, n.Spec.VolumeAttributesClassName) ||
 			!apiequality.Semantic.DeepEqual(o.Status.CurrentVolumeAttributesClassName, n.Status.CurrentVolumeAttributesClassName) ||
 			!apiequality.Semantic.DeepEqual(o.Status.ModifyVolumeStatus, n.Status.ModifyVolumeStatus)
@@ -156,7 +157,7 @@ func newQuotaController(cx *controller.Context, cfg Config) (*quotaController, e
 // changeHandler requeues the quotas tracking ev's kind in an object's
 // namespace when one is added or deleted, or changed in a way that
 // matters (changed reports that).
-func changeHandler[T metav1.Object](c *quotaController, ev evaluator, changed func(old, cur T) bool) cache.ResourceEventHandler {
+func changeHandler[T metav1.Object](c *quotaController, ev quota.Evaluator, changed func(old, cur T) bool) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if o, ok := obj.(T); ok {
@@ -180,13 +181,13 @@ func changeHandler[T metav1.Object](c *quotaController, ev evaluator, changed fu
 
 // replenish queues the quotas of namespace that limit something ev
 // measures.
-func (c *quotaController) replenish(ev evaluator, namespace string) {
+func (c *quotaController) replenish(ev quota.Evaluator, namespace string) {
 	quotas, err := c.quotas.ResourceQuotas(namespace).List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, q := range quotas {
-		if len(ev.matching(names(q.Spec.Hard))) > 0 {
+		if len(ev.Matching(quota.Names(q.Spec.Hard))) > 0 {
 			c.queue.Enqueue(q)
 		}
 	}
@@ -210,16 +211,16 @@ func (c *quotaController) Reconcile(ctx context.Context, key string) (controller
 	}
 	q = c.mem.latest(key, q)
 	evals := slices.Clone(c.typed)
-	counts, countErr := c.counts.evaluators(ctx, names(q.Spec.Hard))
+	counts, countErr := c.counts.evaluators(ctx, quota.Names(q.Spec.Hard))
 	evals = append(evals, counts...)
 	now := c.clock.Now()
-	used, measured, until, usageErr := calculateUsage(q, evals, now)
+	used, measured, until, usageErr := quota.CalculateUsage(q, evals, now)
 	// What could be measured is written even when something failed; the
 	// rest keeps its old value and the sync is retried.
-	st, dirty := newStatus(q, used, measured)
+	st, dirty := quota.NewStatus(q, used, measured)
 	hold := c.mem.holdUntil(key)
 	if now.Before(hold) && holdUsage(&st, q) {
-		dirty = q.Status.Hard == nil || q.Status.Used == nil || !equalLists(st.Hard, q.Status.Hard) || !equalLists(st.Used, q.Status.Used)
+		dirty = q.Status.Hard == nil || q.Status.Used == nil || !quota.EqualLists(st.Hard, q.Status.Hard) || !quota.EqualLists(st.Used, q.Status.Used)
 	} else {
 		hold = time.Time{}
 	}

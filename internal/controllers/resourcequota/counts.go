@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/quota"
 )
 
 // countTracker serves object counts of any kind (count/<resource>.<group>
@@ -39,7 +40,7 @@ type countTracker struct {
 	log       *slog.Logger
 	// changed is called with an object's kind and namespace when one is
 	// added or deleted.
-	changed func(ev evaluator, namespace string)
+	changed func(ev quota.Evaluator, namespace string)
 
 	mu         sync.Mutex
 	quotable   map[schema.GroupResource]schema.GroupVersionResource
@@ -48,7 +49,7 @@ type countTracker struct {
 }
 
 type tracked struct {
-	eval   evaluator
+	eval   quota.Evaluator
 	synced cache.InformerSynced
 }
 
@@ -63,17 +64,17 @@ const syncTimeout = 30 * time.Second
 // count kinds, starting (and waiting for) their informers as needed. An
 // informer that does not sync in time is an error; the others are still
 // returned.
-func (t *countTracker) evaluators(ctx context.Context, hard []corev1.ResourceName) ([]evaluator, error) {
+func (t *countTracker) evaluators(ctx context.Context, hard []corev1.ResourceName) ([]quota.Evaluator, error) {
 	var want []schema.GroupResource
 	for _, n := range hard {
-		if gr, ok := countTarget(n); ok && !slices.Contains(want, gr) {
+		if gr, ok := quota.CountTarget(n); ok && !slices.Contains(want, gr) {
 			want = append(want, gr)
 		}
 	}
 	if len(want) == 0 {
 		return nil, nil
 	}
-	var out []evaluator
+	var out []quota.Evaluator
 	var errs []error
 	for _, gr := range want {
 		tr, err := t.track(ctx, gr)
@@ -98,7 +99,7 @@ func (t *countTracker) evaluators(ctx context.Context, hard []corev1.ResourceNam
 	return out, errors.Join(errs...)
 }
 
-// track returns gr's evaluator, starting its informer the first time; nil
+// track returns gr's quota.Evaluator, starting its informer the first time; nil
 // if gr is not a quotable resource.
 func (t *countTracker) track(ctx context.Context, gr schema.GroupResource) (*tracked, error) {
 	t.mu.Lock()
@@ -118,7 +119,7 @@ func (t *countTracker) track(ctx context.Context, gr schema.GroupResource) (*tra
 	}
 	inf := t.informers.ForResource(gvr)
 	lister := inf.Lister()
-	ev := newCountEvaluator(gr, func(ns string) ([]runtime.Object, error) {
+	ev := quota.NewCountEvaluator(gr, func(ns string) ([]runtime.Object, error) {
 		return lister.ByNamespace(ns).List(labels.Everything())
 	})
 	notify := func(obj interface{}) {

@@ -8,46 +8,16 @@
 //
 // # What is counted
 //
-// status.hard is spec.hard. status.used has, for every name in spec.hard
-// that some evaluator measures, the sum over the namespace's objects that
-// fall under the quota's scopes:
-//
-//   - pods (pods.go): "pods" and compute — cpu, memory, ephemeral-storage
-//     and hugepages-* requests under their bare and requests.* names,
-//     limits.* for limits, requests.<name> for extended resources
-//     (example.com/gpu) — for every pod that is not Succeeded or Failed
-//     and not stuck terminating (deletionTimestamp plus grace period
-//     passed; the controller looks again at that moment). A pod's
-//     requests are the larger of its containers plus sidecars and its
-//     init peak, pod-level resources taking over what they name, plus
-//     overhead; during an in-place resize the larger of spec and status.
-//     count/pods counts every pod, finished or not.
-//   - services: services, count/services, services.loadbalancers,
-//     services.nodeports (one per port of NodePort and LoadBalancer
-//     services, unless the load balancer opted out of node ports).
-//   - persistentvolumeclaims: persistentvolumeclaims, requests.storage
-//     (the request, or a larger allocation, in whole bytes), and both per
-//     storage class as <class>.storageclass.storage.k8s.io/<name>.
-//   - object counts: count/<resource>.<group> (count/<resource> for the
-//     core group) for any namespaced resource that supports create, list,
-//     watch and delete, and the legacy names configmaps, secrets,
-//     replicationcontrollers and resourcequotas. These are watched through
-//     metadata informers started the first time a quota names the kind
-//     (counts.go).
-//
-// A name no evaluator knows is left as it was in status.used. An evaluator
-// that fails leaves its names as they were too, and the sync is retried.
-//
-// # Scopes
-//
-// spec.scopes and spec.scopeSelector restrict which objects count: every
-// requirement must hold. Pods know Terminating / NotTerminating (has
-// activeDeadlineSeconds or not), BestEffort / NotBestEffort (QoS class),
-// PriorityClass (exists, or In / NotIn / DoesNotExist over the pod's
-// priorityClassName) and CrossNamespacePodAffinity (an affinity term that
-// names or selects other namespaces). Claims know VolumeAttributesClass.
-// Nothing else falls under any scope, so a scoped quota counts no
-// services and no objects by count.
+// What one object costs and which scopes it falls under is decided in
+// internal/quota, which quota admission uses too, so what admission
+// charges is exactly what the next recalculation finds. status.hard is
+// spec.hard; status.used has, for every name in spec.hard that some
+// evaluator measures, the sum over the namespace's objects that fall
+// under the quota's scopes. A name no evaluator knows is left as it was
+// in status.used. An evaluator that fails leaves its names as they were
+// too, and the sync is retried. Object counts are watched through
+// metadata informers started the first time a quota names the kind
+// (counts.go).
 //
 // # When
 //
@@ -60,9 +30,10 @@
 //
 // # Shape
 //
-// evaluate.go and pods.go are the pure core: usage from objects, scopes
-// and the time. controller.go wires informers, the queue and status
-// writes; counts.go starts object-count informers on demand.
+// The pure core (usage from objects, scopes and the time) is
+// internal/quota. controller.go wires informers, the queue and status
+// writes; counts.go starts object-count informers on demand; hold.go
+// keeps what admission charged until a recalculation has seen it.
 //
 //	runnables, err := resourcequota.NewDescriptor(resourcequota.Config{SyncPeriod: time.Minute}).New(ctx, cx)
 package resourcequota

@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"errors"
@@ -19,22 +19,22 @@ import (
 
 // evaluator measures one kind of object for quota. Several workers call
 // it at once.
-type evaluator interface {
+type Evaluator interface {
 	// groupResource is the kind measured: its informer's events requeue
 	// the quotas that track it.
-	groupResource() schema.GroupResource
-	// matching returns the names among input that this evaluator
+	GroupResource() schema.GroupResource
+	// matching returns the names among input that this Evaluator
 	// measures.
-	matching(input []corev1.ResourceName) []corev1.ResourceName
+	Matching(input []corev1.ResourceName) []corev1.ResourceName
 	// usage sums, over the objects of namespace that fall under every
 	// requirement in scopes, their usage of resources. Every one of
 	// resources is in used (zero if nothing counts). until is the
 	// earliest time after now at which the sum will change without any
 	// object changing (zero: never).
-	usage(namespace string, scopes []corev1.ScopedResourceSelectorRequirement, resources []corev1.ResourceName, now time.Time) (used corev1.ResourceList, until time.Time, err error)
+	Usage(namespace string, scopes []corev1.ScopedResourceSelectorRequirement, resources []corev1.ResourceName, now time.Time) (used corev1.ResourceList, until time.Time, err error)
 }
 
-// objectEvaluator is an evaluator over a list of typed objects.
+// objectEvaluator is an Evaluator over a list of typed objects.
 type objectEvaluator[T any] struct {
 	gr    schema.GroupResource
 	match func([]corev1.ResourceName) []corev1.ResourceName
@@ -45,13 +45,13 @@ type objectEvaluator[T any] struct {
 	measure func(T, time.Time) (corev1.ResourceList, time.Time)
 }
 
-func (e *objectEvaluator[T]) groupResource() schema.GroupResource { return e.gr }
+func (e *objectEvaluator[T]) GroupResource() schema.GroupResource { return e.gr }
 
-func (e *objectEvaluator[T]) matching(input []corev1.ResourceName) []corev1.ResourceName {
+func (e *objectEvaluator[T]) Matching(input []corev1.ResourceName) []corev1.ResourceName {
 	return e.match(input)
 }
 
-func (e *objectEvaluator[T]) usage(ns string, scopes []corev1.ScopedResourceSelectorRequirement, resources []corev1.ResourceName, now time.Time) (corev1.ResourceList, time.Time, error) {
+func (e *objectEvaluator[T]) Usage(ns string, scopes []corev1.ScopedResourceSelectorRequirement, resources []corev1.ResourceName, now time.Time) (corev1.ResourceList, time.Time, error) {
 	used := corev1.ResourceList{}
 	for _, r := range resources {
 		used[r] = zero()
@@ -95,10 +95,10 @@ func (e *objectEvaluator[T]) usage(ns string, scopes []corev1.ScopedResourceSele
 	return used, until, nil
 }
 
-func newPodEvaluator(list func(string) ([]*corev1.Pod, error)) evaluator {
+func NewPodEvaluator(list func(string) ([]*corev1.Pod, error)) Evaluator {
 	return &objectEvaluator[*corev1.Pod]{
 		gr: corev1.Resource("pods"), match: podMatching, list: list,
-		inScope: podMatchesScope, measure: podUsage,
+		inScope: podMatchesScope, measure: PodUsage,
 	}
 }
 
@@ -108,22 +108,22 @@ var serviceResources = []corev1.ResourceName{
 	"count/services", corev1.ResourceServices, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers,
 }
 
-func newServiceEvaluator(list func(string) ([]*corev1.Service, error)) evaluator {
+func NewServiceEvaluator(list func(string) ([]*corev1.Service, error)) Evaluator {
 	return &objectEvaluator[*corev1.Service]{
 		gr:    corev1.Resource("services"),
 		match: func(in []corev1.ResourceName) []corev1.ResourceName { return intersect(in, serviceResources) },
 		list:  list,
 		measure: func(svc *corev1.Service, _ time.Time) (corev1.ResourceList, time.Time) {
-			return serviceUsage(svc), time.Time{}
+			return ServiceUsage(svc), time.Time{}
 		},
 	}
 }
 
-// serviceUsage: one service; a NodePort service one node port per port;
+// ServiceUsage: one service; a NodePort service one node port per port;
 // a LoadBalancer one load balancer and, unless it opted out of node
 // ports, one per port too (if it opted out, only the ports that still
 // ask for a specific node port).
-func serviceUsage(svc *corev1.Service) corev1.ResourceList {
+func ServiceUsage(svc *corev1.Service) corev1.ResourceList {
 	out := corev1.ResourceList{
 		"count/services":                     one(),
 		corev1.ResourceServices:              one(),
@@ -174,19 +174,19 @@ func pvcMatching(in []corev1.ResourceName) []corev1.ResourceName {
 	return out
 }
 
-func newPVCEvaluator(list func(string) ([]*corev1.PersistentVolumeClaim, error)) evaluator {
+func NewPVCEvaluator(list func(string) ([]*corev1.PersistentVolumeClaim, error)) Evaluator {
 	return &objectEvaluator[*corev1.PersistentVolumeClaim]{
 		gr: corev1.Resource("persistentvolumeclaims"), match: pvcMatching, list: list,
 		inScope: pvcMatchesScope,
 		measure: func(pvc *corev1.PersistentVolumeClaim, _ time.Time) (corev1.ResourceList, time.Time) {
-			return pvcUsage(pvc), time.Time{}
+			return PVCUsage(pvc), time.Time{}
 		},
 	}
 }
 
-// pvcUsage: one claim, and its storage, both also charged to its storage
+// PVCUsage: one claim, and its storage, both also charged to its storage
 // class when it names one.
-func pvcUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
+func PVCUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
 	out := corev1.ResourceList{
 		corev1.ResourcePersistentVolumeClaims: one(),
 		"count/persistentvolumeclaims":        one(),
@@ -288,9 +288,9 @@ var legacyCounts = map[corev1.ResourceName]schema.GroupResource{
 // typedResources are measured by their own evaluators, count included.
 var typedResources = sets.New(corev1.Resource("pods"), corev1.Resource("services"), corev1.Resource("persistentvolumeclaims"))
 
-// countTarget is the kind a quota name counts, for names the generic
-// object-count evaluator handles.
-func countTarget(name corev1.ResourceName) (schema.GroupResource, bool) {
+// CountTarget is the kind a quota name counts, for names the generic
+// object-count Evaluator handles.
+func CountTarget(name corev1.ResourceName) (schema.GroupResource, bool) {
 	if gr, ok := legacyCounts[name]; ok {
 		return gr, true
 	}
@@ -306,9 +306,9 @@ func countTarget(name corev1.ResourceName) (schema.GroupResource, bool) {
 	return gr, true
 }
 
-// newCountEvaluator counts the objects of gr, whatever their state, under
+// NewCountEvaluator counts the objects of gr, whatever their state, under
 // countName(gr) and the legacy alias if it has one. No scope applies.
-func newCountEvaluator(gr schema.GroupResource, list func(string) ([]runtime.Object, error)) evaluator {
+func NewCountEvaluator(gr schema.GroupResource, list func(string) ([]runtime.Object, error)) Evaluator {
 	counted := []corev1.ResourceName{countName(gr)}
 	for alias, g := range legacyCounts {
 		if g == gr {
@@ -342,21 +342,21 @@ func quotaScopes(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorRequire
 	return out
 }
 
-// calculateUsage measures what q's hard limits name with every evaluator
+// CalculateUsage measures what q's hard limits name with every Evaluator
 // that knows a name. It returns the usage, the names measured (an
 // evaluator that failed measures none: their old values stand), and the
 // earliest time the usage will change by itself.
-func calculateUsage(q *corev1.ResourceQuota, evals []evaluator, now time.Time) (used corev1.ResourceList, measured []corev1.ResourceName, until time.Time, err error) {
-	hard := names(q.Spec.Hard)
+func CalculateUsage(q *corev1.ResourceQuota, evals []Evaluator, now time.Time) (used corev1.ResourceList, measured []corev1.ResourceName, until time.Time, err error) {
+	hard := Names(q.Spec.Hard)
 	scopes := quotaScopes(q)
 	used = corev1.ResourceList{}
 	var errs []error
 	for _, e := range evals {
-		m := e.matching(hard)
+		m := e.Matching(hard)
 		if len(m) == 0 {
 			continue
 		}
-		u, t, err := e.usage(q.Namespace, scopes, m, now)
+		u, t, err := e.Usage(q.Namespace, scopes, m, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -370,11 +370,11 @@ func calculateUsage(q *corev1.ResourceQuota, evals []evaluator, now time.Time) (
 	return used, measured, until, errors.Join(errs...)
 }
 
-// newStatus is the status q should have: hard as in the spec, used as
-// measured, and, for hard names no evaluator measured, the used value
+// NewStatus is the status q should have: hard as in the spec, used as
+// measured, and, for hard names no Evaluator measured, the used value
 // the status already had (someone else may be keeping it). dirty says
 // whether it differs from q's.
-func newStatus(q *corev1.ResourceQuota, used corev1.ResourceList, measured []corev1.ResourceName) (st corev1.ResourceQuotaStatus, dirty bool) {
+func NewStatus(q *corev1.ResourceQuota, used corev1.ResourceList, measured []corev1.ResourceName) (st corev1.ResourceQuotaStatus, dirty bool) {
 	all := corev1.ResourceList{}
 	for n, v := range q.Status.Used {
 		all[n] = v.DeepCopy()
@@ -384,12 +384,12 @@ func newStatus(q *corev1.ResourceQuota, used corev1.ResourceList, measured []cor
 	}
 	st = corev1.ResourceQuotaStatus{
 		Hard: q.Spec.Hard.DeepCopy(),
-		Used: mask(all, names(q.Spec.Hard)),
+		Used: mask(all, Names(q.Spec.Hard)),
 	}
 	if st.Hard == nil {
 		st.Hard = corev1.ResourceList{}
 	}
 	dirty = q.Status.Hard == nil || q.Status.Used == nil ||
-		!equalLists(st.Hard, q.Status.Hard) || !equalLists(st.Used, q.Status.Used)
+		!EqualLists(st.Hard, q.Status.Hard) || !EqualLists(st.Used, q.Status.Used)
 	return st, dirty
 }

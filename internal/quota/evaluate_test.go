@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ func TestServiceUsage(t *testing.T) {
 			"count/services=1 services=1 services.loadbalancers=0 services.nodeports=0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := show(serviceUsage(&corev1.Service{Spec: tc.spec})); got != tc.want {
+			if got := show(ServiceUsage(&corev1.Service{Spec: tc.spec})); got != tc.want {
 				t.Errorf("usage\n got %s\nwant %s", got, tc.want)
 			}
 		})
@@ -84,7 +84,7 @@ func TestPVCUsage(t *testing.T) {
 			"count/persistentvolumeclaims=1 persistentvolumeclaims=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := show(pvcUsage(tc.pvc)); got != tc.want {
+			if got := show(PVCUsage(tc.pvc)); got != tc.want {
 				t.Errorf("usage\n got %s\nwant %s", got, tc.want)
 			}
 		})
@@ -104,7 +104,7 @@ func TestCountTarget(t *testing.T) {
 		{"count/configmaps", corev1.Resource("configmaps"), true},
 		{"count/deployments.apps", schema.GroupResource{Group: "apps", Resource: "deployments"}, true},
 		{"count/widgets.example.com", schema.GroupResource{Group: "example.com", Resource: "widgets"}, true},
-		{"count/pods", schema.GroupResource{}, false}, // the pod evaluator's
+		{"count/pods", schema.GroupResource{}, false}, // the pod Evaluator's
 		{"count/services", schema.GroupResource{}, false},
 		{"count/persistentvolumeclaims", schema.GroupResource{}, false},
 		{"pods", schema.GroupResource{}, false},
@@ -112,9 +112,9 @@ func TestCountTarget(t *testing.T) {
 		{"count/", schema.GroupResource{}, false},
 	} {
 		t.Run(string(tc.name), func(t *testing.T) {
-			gr, ok := countTarget(tc.name)
+			gr, ok := CountTarget(tc.name)
 			if gr != tc.gr || ok != tc.ok {
-				t.Errorf("countTarget = %v, %v; want %v, %v", gr, ok, tc.gr, tc.ok)
+				t.Errorf("CountTarget = %v, %v; want %v, %v", gr, ok, tc.gr, tc.ok)
 			}
 		})
 	}
@@ -133,19 +133,19 @@ type fixture struct {
 	failPods bool
 }
 
-func (f *fixture) evaluators() []evaluator {
-	evs := []evaluator{
-		newPodEvaluator(func(string) ([]*corev1.Pod, error) {
+func (f *fixture) evaluators() []Evaluator {
+	evs := []Evaluator{
+		NewPodEvaluator(func(string) ([]*corev1.Pod, error) {
 			if f.failPods {
 				return nil, errors.New("cache unavailable")
 			}
 			return f.pods, nil
 		}),
-		newServiceEvaluator(func(string) ([]*corev1.Service, error) { return f.services, nil }),
-		newPVCEvaluator(func(string) ([]*corev1.PersistentVolumeClaim, error) { return f.claims, nil }),
+		NewServiceEvaluator(func(string) ([]*corev1.Service, error) { return f.services, nil }),
+		NewPVCEvaluator(func(string) ([]*corev1.PersistentVolumeClaim, error) { return f.claims, nil }),
 	}
 	for gr, n := range f.counts {
-		evs = append(evs, newCountEvaluator(gr, func(string) ([]runtime.Object, error) {
+		evs = append(evs, NewCountEvaluator(gr, func(string) ([]runtime.Object, error) {
 			return make([]runtime.Object, n), nil
 		}))
 	}
@@ -224,7 +224,7 @@ func TestCalculateUsage(t *testing.T) {
 			fix:   &fixture{},
 			quota: quota("pods=1,requests.memory=1Gi,services=1,configmaps=1"),
 			want:  "pods=0 requests.memory=0 services=0"},
-		{name: "a resource no evaluator knows is not measured",
+		{name: "a resource no Evaluator knows is not measured",
 			fix:   mixed,
 			quota: quota("pods=10,count/widgets.example.com=3"),
 			want:  "pods=5", untilSecs: 30},
@@ -235,7 +235,7 @@ func TestCalculateUsage(t *testing.T) {
 			err:   "cache unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			used, measured, until, err := calculateUsage(tc.quota, tc.fix.evaluators(), t0)
+			used, measured, until, err := CalculateUsage(tc.quota, tc.fix.evaluators(), t0)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("err = %v, want %q", err, tc.err)
@@ -259,7 +259,7 @@ func TestCalculateUsage(t *testing.T) {
 
 func TestNewStatus(t *testing.T) {
 	q := quota("pods=10,requests.cpu=4,example.com/widgets=3")
-	st, dirty := newStatus(q, rl("pods=2,requests.cpu=500m"), []corev1.ResourceName{"pods", "requests.cpu"})
+	st, dirty := NewStatus(q, rl("pods=2,requests.cpu=500m"), []corev1.ResourceName{"pods", "requests.cpu"})
 	if !dirty {
 		t.Error("first status not dirty")
 	}
@@ -270,14 +270,14 @@ func TestNewStatus(t *testing.T) {
 	t.Run("unchanged by value is not dirty", func(t *testing.T) {
 		q := q.DeepCopy()
 		q.Status = corev1.ResourceQuotaStatus{Hard: rl("pods=10,requests.cpu=4000m,example.com/widgets=3"), Used: rl("pods=2,requests.cpu=0.5")}
-		if _, dirty := newStatus(q, rl("pods=2,requests.cpu=500m"), []corev1.ResourceName{"pods", "requests.cpu"}); dirty {
+		if _, dirty := NewStatus(q, rl("pods=2,requests.cpu=500m"), []corev1.ResourceName{"pods", "requests.cpu"}); dirty {
 			t.Error("dirty, though only the formats differ")
 		}
 	})
 	t.Run("unmeasured names keep their old used value", func(t *testing.T) {
 		q := q.DeepCopy()
 		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: rl("pods=2,requests.cpu=1,example.com/widgets=1")}
-		st, dirty := newStatus(q, rl("pods=3"), []corev1.ResourceName{"pods"})
+		st, dirty := NewStatus(q, rl("pods=3"), []corev1.ResourceName{"pods"})
 		if !dirty || show(st.Used) != "example.com/widgets=1 pods=3 requests.cpu=1" {
 			t.Errorf("used %s dirty %v", show(st.Used), dirty)
 		}
@@ -285,7 +285,7 @@ func TestNewStatus(t *testing.T) {
 	t.Run("names dropped from hard leave used", func(t *testing.T) {
 		q := quota("pods=10")
 		q.Status = corev1.ResourceQuotaStatus{Hard: rl("pods=10,secrets=5"), Used: rl("pods=1,secrets=2")}
-		st, dirty := newStatus(q, rl("pods=1"), []corev1.ResourceName{"pods"})
+		st, dirty := NewStatus(q, rl("pods=1"), []corev1.ResourceName{"pods"})
 		if !dirty || show(st.Hard) != "pods=10" || show(st.Used) != "pods=1" {
 			t.Errorf("hard %s used %s dirty %v", show(st.Hard), show(st.Used), dirty)
 		}
@@ -293,7 +293,7 @@ func TestNewStatus(t *testing.T) {
 	t.Run("a changed hard limit is dirty", func(t *testing.T) {
 		q := quota("pods=20")
 		q.Status = corev1.ResourceQuotaStatus{Hard: rl("pods=10"), Used: rl("pods=1")}
-		if _, dirty := newStatus(q, rl("pods=1"), []corev1.ResourceName{"pods"}); !dirty {
+		if _, dirty := NewStatus(q, rl("pods=1"), []corev1.ResourceName{"pods"}); !dirty {
 			t.Error("not dirty")
 		}
 	})

@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"strings"
@@ -55,12 +55,12 @@ func podCharged(pod *corev1.Pod, now time.Time) (charged bool, until time.Time) 
 	return true, time.Time{}
 }
 
-// podUsage is what one pod counts against quota at now: count/pods
+// PodUsage is what one pod counts against quota at now: count/pods
 // always; while charged, "pods" and its compute — requests under both
 // their bare name (cpu, memory, ephemeral-storage, hugepages-*) and
 // requests.*, limits under limits.*, extended resources under
 // requests.<name>.
-func podUsage(pod *corev1.Pod, now time.Time) (corev1.ResourceList, time.Time) {
+func PodUsage(pod *corev1.Pod, now time.Time) (corev1.ResourceList, time.Time) {
 	out := corev1.ResourceList{podCountName: one()}
 	charged, until := podCharged(pod, now)
 	if !charged {
@@ -219,9 +219,9 @@ func containerLimits(c *corev1.Container, st *corev1.ContainerStatus) corev1.Res
 func podMatchesScope(pod *corev1.Pod, req corev1.ScopedResourceSelectorRequirement) (bool, error) {
 	switch req.ScopeName {
 	case corev1.ResourceQuotaScopeTerminating:
-		return podTerminating(pod), nil
+		return PodTerminating(pod), nil
 	case corev1.ResourceQuotaScopeNotTerminating:
-		return !podTerminating(pod), nil
+		return !PodTerminating(pod), nil
 	case corev1.ResourceQuotaScopeBestEffort:
 		return podBestEffort(pod), nil
 	case corev1.ResourceQuotaScopeNotBestEffort:
@@ -245,10 +245,10 @@ func podMatchesScope(pod *corev1.Pod, req corev1.ScopedResourceSelectorRequireme
 	return false, nil
 }
 
-// podTerminating: "Terminating" in quota means a pod with a deadline
+// PodTerminating: "Terminating" in quota means a pod with a deadline
 // (activeDeadlineSeconds), i.e. one that will end by itself — not one
 // being deleted.
-func podTerminating(pod *corev1.Pod) bool {
+func PodTerminating(pod *corev1.Pod) bool {
 	return pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
 }
 

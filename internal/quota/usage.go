@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 
 // What one object costs, for quota admission. The admission plugin charges
 // a write before the object is stored; the controller later sums the
-// stored objects. Both go through the same functions (podUsage,
-// serviceUsage, pvcUsage, the scope matchers), so what admission charges
+// stored objects. Both go through the same functions (PodUsage,
+// ServiceUsage, PVCUsage, the scope matchers), so what admission charges
 // is exactly what the next recalculation finds.
 
 // Measure is how quota sees one kind of object. The zero Measure measures
@@ -37,16 +37,16 @@ func MeasureFor(gr schema.GroupResource) Measure {
 	case corev1.Resource("pods"):
 		return Measure{Resource: gr, match: podMatching, inScope: typedScope(podMatchesScope),
 			usage: typedUsage(func(p *corev1.Pod, now time.Time) corev1.ResourceList {
-				u, _ := podUsage(p, now)
+				u, _ := PodUsage(p, now)
 				return u
 			})}
 	case corev1.Resource("services"):
 		return Measure{Resource: gr,
 			match: func(in []corev1.ResourceName) []corev1.ResourceName { return intersect(in, serviceResources) },
-			usage: typedUsage(func(s *corev1.Service, _ time.Time) corev1.ResourceList { return serviceUsage(s) })}
+			usage: typedUsage(func(s *corev1.Service, _ time.Time) corev1.ResourceList { return ServiceUsage(s) })}
 	case corev1.Resource("persistentvolumeclaims"):
 		return Measure{Resource: gr, match: pvcMatching, inScope: typedScope(pvcMatchesScope),
-			usage: typedUsage(func(c *corev1.PersistentVolumeClaim, _ time.Time) corev1.ResourceList { return pvcUsage(c) })}
+			usage: typedUsage(func(c *corev1.PersistentVolumeClaim, _ time.Time) corev1.ResourceList { return PVCUsage(c) })}
 	}
 	counted := []corev1.ResourceName{countName(gr)}
 	for alias, g := range legacyCounts {

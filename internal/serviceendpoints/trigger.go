@@ -1,4 +1,4 @@
-package endpointslice
+package serviceendpoints
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package endpointslice
+package serviceendpoints
 
 import (
 	"fmt"
@@ -15,13 +15,6 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/controller"
 )
-
-// This file holds what both endpoint controllers decide about a pod: does
-// it belong in a Service's endpoints at all, is it ready, which port does
-// a service port reach on it, and which Services must look again after
-// it changed. The endpoints controller (internal/controllers/endpoints)
-// imports these, so the Endpoints and EndpointSlice of one Service always
-// agree on who is in.
 
 // PodInEndpoints reports whether pod may appear in a Service's endpoints:
 // it has an IP and has not finished (Succeeded or Failed pods never come
@@ -105,9 +98,9 @@ func HasClusterIP(svc *corev1.Service) bool {
 	return svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone
 }
 
-// podIPs are the pod's addresses; status.podIP alone when the list is
+// PodIPs are the pod's addresses; status.podIP alone when the list is
 // empty (a writer that filled only the singular field).
-func podIPs(pod *corev1.Pod) []string {
+func PodIPs(pod *corev1.Pod) []string {
 	if len(pod.Status.PodIPs) == 0 {
 		if pod.Status.PodIP == "" {
 			return nil
@@ -177,7 +170,7 @@ func podEndpointsChanged(old, cur *corev1.Pod) (changed, membership bool) {
 		old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain
 	changed = !old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
 		PodReady(old) != PodReady(cur) ||
-		!slices.Equal(podIPs(old), podIPs(cur)) ||
+		!slices.Equal(PodIPs(old), PodIPs(cur)) ||
 		isTerminal(old) != isTerminal(cur)
 	return changed, membership
 }

@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func rl(s string) corev1.ResourceList {
 // show prints a list sorted, values canonical: "cpu=100m memory=64Mi".
 func show(l corev1.ResourceList) string {
 	var parts []string
-	for _, n := range names(l) {
+	for _, n := range Names(l) {
 		q := l[n]
 		parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
 	}
@@ -135,7 +135,7 @@ func TestPodUsage(t *testing.T) {
 			want: "count/pods=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, until := podUsage(tc.pod, t0)
+			got, until := PodUsage(tc.pod, t0)
 			if show(got) != tc.want {
 				t.Errorf("usage\n got %s\nwant %s", show(got), tc.want)
 			}

@@ -1,4 +1,4 @@
-package admission
+package admit
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // ("would violate PodSecurity ..."). The API server puts a recorder in each
 // request's context; AddWarning hands it a message, which the server sends
 // as a "Warning: 299 - ..." response header (kubectl prints it on stderr).
-// The mechanism is general; PodSecurity is its first user.
+// The mechanism is general; PodSecurity, webhooks and policies use it.
 
 type warningsKey struct{}
 

@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"slices"
@@ -46,8 +46,8 @@ func mask(list corev1.ResourceList, names []corev1.ResourceName) corev1.Resource
 	return out
 }
 
-// equalLists compares by value: "1000m" equals "1".
-func equalLists(a, b corev1.ResourceList) bool {
+// EqualLists compares by value: "1000m" equals "1".
+func EqualLists(a, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -61,7 +61,7 @@ func equalLists(a, b corev1.ResourceList) bool {
 }
 
 // names returns list's names, sorted.
-func names(list corev1.ResourceList) []corev1.ResourceName {
+func Names(list corev1.ResourceList) []corev1.ResourceName {
 	out := make([]corev1.ResourceName, 0, len(list))
 	for n := range list {
 		out = append(out, n)
