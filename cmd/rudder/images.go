@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rudder-dev/rudder/internal/runtime/image"
+	"github.com/rudder-dev/rudder/internal/runtime/image/imagetest"
 )
 
 // imagesCommand is `rudder images`: the node's image store, offline (no
@@ -118,7 +119,47 @@ gzip-compressed; "-" reads standard input.`,
 	}
 	exportCmd.Flags().StringVarP(&out, "output", "o", "", `file to write ("-" for standard output)`)
 	_ = exportCmd.MarkFlagRequired("output")
-	cmd.AddCommand(importCmd, lsCmd, rmCmd, exportCmd)
+	busyboxCmd := &cobra.Command{
+		Use:   "busybox [NAME]",
+		Short: "Build an image from the host's static /bin/busybox and import it (default name busybox:local)",
+		Long: `Build a one-layer image from the host's static busybox (Debian's
+busybox-static: /bin/busybox and its applets as /bin symlinks, /etc/passwd
+and /etc/group) and import it: a first image for machines that reach no
+registry.
+
+  apt-get install busybox-static
+  rudder images busybox
+  kubectl run hello --image=busybox:local -- sh -c 'echo hi; sleep 3600'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tag := "busybox:local"
+			if len(args) == 1 {
+				tag = args[0]
+			}
+			tmp, err := os.MkdirTemp("", "rudder-busybox-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			path := filepath.Join(tmp, "busybox.tar")
+			if err := imagetest.WriteBusyboxArchive(path, tag); err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			imgs, err := importPath(cmd.Context(), s, path, nil)
+			if err != nil {
+				return err
+			}
+			for _, img := range imgs {
+				fmt.Fprintf(cmd.OutOrStdout(), "imported %s %s\n", shortID(img.ID), strings.Join(img.RepoTags, " "))
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(importCmd, lsCmd, rmCmd, exportCmd, busyboxCmd)
 	return cmd
 }
 
