@@ -5,7 +5,7 @@ package nodeidentity
 // ConfigMap kube-public/cluster-info that anyone may read, a kubeconfig
 // naming its CA, and beside it one signature per bootstrap token marked
 // for signing: a detached JWS (HS256) of that kubeconfig keyed with the
-// whole token. A node fetches the ConfigMap without trusting the server
+// token's secret. A node fetches the ConfigMap without trusting the server
 // yet, checks the signature made with its own token, and only then
 // trusts the CA in it: whoever could forge the signature already holds
 // the token. The node then fetches the ConfigMap again, now verifying
@@ -45,12 +45,17 @@ const (
 var tokenRE = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
 
 // SignClusterInfo returns the detached JWS (header..signature) of content
-// keyed with the token "<id>.<secret>", byte for byte what kubeadm's
-// bootstrap signer writes: header {"alg":"HS256","kid":"<id>"}.
+// for the token <id>.<secret>, byte for byte what kubeadm's bootstrap
+// signer writes: header {"alg":"HS256","kid":"<id>"}, HMAC-SHA256 keyed
+// with the token's secret.
 func SignClusterInfo(content, tokenID, tokenSecret string) (string, error) {
 	if !tokenRE.MatchString(tokenID + "." + tokenSecret) {
 		return "", errors.New("not a bootstrap token")
 	}
+	return detachedJWS(content, tokenID, tokenSecret)
+}
+
+func detachedJWS(content, tokenID, tokenSecret string) (string, error) {
 	header, err := json.Marshal(struct {
 		Alg string `json:"alg"`
 		Kid string `json:"kid"`
@@ -60,7 +65,7 @@ func SignClusterInfo(content, tokenID, tokenSecret string) (string, error) {
 	}
 	enc := base64.RawURLEncoding
 	h := enc.EncodeToString(header)
-	mac := hmac.New(sha256.New, []byte(tokenID+"."+tokenSecret))
+	mac := hmac.New(sha256.New, []byte(tokenSecret))
 	mac.Write([]byte(h + "." + enc.EncodeToString([]byte(content))))
 	return h + ".." + enc.EncodeToString(mac.Sum(nil)), nil
 }

@@ -32,7 +32,7 @@
 // deadline. It trusts the server only through caPEM or, with caPEM nil,
 // through kubeadm's token discovery: the kube-public/cluster-info
 // ConfigMap names the CA and carries, per bootstrap token, a JWS
-// signature of that content keyed with the token (written by the
+// signature of that content keyed with the token's secret (written by the
 // bootstrapsigner controller), which the node checks before believing
 // the CA. Never trust on first use.
 //

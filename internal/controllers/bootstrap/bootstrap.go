@@ -4,7 +4,7 @@
 //   - bootstrapsigner keeps kube-public/cluster-info signed: for every
 //     bootstrap token marked usage-bootstrap-signing and not expired, a
 //     key jws-kubeconfig-<id> holding the detached JWS of the published
-//     kubeconfig keyed with that token (nodeidentity.SignClusterInfo), so
+//     kubeconfig keyed with that token's secret (nodeidentity.SignClusterInfo), so
 //     that a node holding only a token can check the CA it discovers;
 //     signatures of tokens that went away or expired are removed.
 //   - tokencleaner deletes bootstrap token Secrets once they expire.
