@@ -269,18 +269,19 @@ func TestNodeIdentityEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a token that does not sign cluster-info discovers nothing", func(t *testing.T) {
-		createTokenSecret(t, admin, "nosign", "0123456789abcdef", "")
-		unsign, err := admin.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-nosign", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		// Created without usage-bootstrap-signing from the start: never
+		// signed, not even for a moment.
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: auth.BootstrapTokenSecretPrefix + "nosign", Namespace: auth.BootstrapTokenNamespace},
+			Type:       auth.BootstrapTokenSecretType,
+			StringData: map[string]string{auth.BootstrapTokenIDKey: "nosign", auth.BootstrapTokenSecretKey: "0123456789abcdef", auth.BootstrapTokenUsageAuthKey: "true"},
 		}
-		delete(unsign.Data, auth.BootstrapTokenUsageSigningKey)
-		if _, err := admin.CoreV1().Secrets("kube-system").Update(ctx, unsign, metav1.UpdateOptions{}); err != nil {
+		if _, err := admin.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer cancel()
-		_, err = nodeidentity.Bootstrap(ctx, srv.URL, nil, "nosign.0123456789abcdef", "node-5", t.TempDir())
+		_, err := nodeidentity.Bootstrap(ctx, srv.URL, nil, "nosign.0123456789abcdef", "node-5", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), `no signature for token ID "nosign"`) {
 			t.Fatalf("got %v", err)
 		}
