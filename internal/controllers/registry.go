@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controllers/bootstrap"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
 	"github.com/rudder-dev/rudder/internal/controllers/cronjob"
 	"github.com/rudder-dev/rudder/internal/controllers/daemonset"
@@ -67,6 +68,10 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		pvprotection.Descriptor,
 		ttlafterfinished.Descriptor,
 		certificates.ApprovingDescriptor,
+		// Off by default upstream, where kubeadm turns them on; rudder
+		// issues bootstrap tokens itself (rudder token create), so on.
+		bootstrap.SignerDescriptor,
+		bootstrap.CleanerDescriptor,
 	}
 	if len(cfg.CAKeyPEM) > 0 {
 		all = append(all, certificates.NewSigningDescriptor(cfg.CAPEM, cfg.CAKeyPEM))

@@ -64,6 +64,11 @@ const minRemaining = 0.1
 // Otherwise Bootstrap asks for one with token (see the package doc) and
 // waits for it until ctx ends.
 //
+// With caPEM nil the CA is the one dir already trusts, else it is
+// discovered from kube-public/cluster-info and accepted only if the
+// token's signature over it checks (kubeadm's token discovery): the
+// server is never trusted on first use.
+//
 // Errors: bad arguments, an unreachable or untrusted server, a token the
 // server refuses (401) or a bootstrap user without permission (403), a
 // CSR denied or failed by the cluster, or ctx ending first. A failed call
@@ -79,11 +84,20 @@ func Bootstrap(ctx context.Context, serverURL string, caPEM []byte, token, nodeN
 		return "", err
 	}
 	kubeconfig := filepath.Join(dir, KubeconfigFile)
-	if err := Valid(dir, nodeName, caPEM, time.Now()); err == nil {
+	trusted := caPEM
+	if trusted == nil {
+		trusted, _ = os.ReadFile(filepath.Join(dir, CAFile))
+	}
+	if len(trusted) > 0 && Valid(dir, nodeName, trusted, time.Now()) == nil {
 		return kubeconfig, nil
 	}
 	if token == "" {
 		return "", errors.New("node bootstrap: no valid certificate in " + dir + " and no bootstrap token to ask for one")
+	}
+	if caPEM == nil {
+		if caPEM, err = discoverCA(ctx, serverURL, token); err != nil {
+			return "", fmt.Errorf("node bootstrap: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("node bootstrap: %w", err)
@@ -132,11 +146,10 @@ func checkArgs(serverURL string, caPEM []byte, nodeName, dir string) error {
 	if u, err := url.Parse(serverURL); err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("node bootstrap: server %q is not an https:// URL", serverURL)
 	}
-	if len(caPEM) == 0 {
-		return errors.New("node bootstrap: the cluster's CA certificate is required (the server is never trusted on first use)")
-	}
-	if _, err := parseCertificates(caPEM); err != nil {
-		return fmt.Errorf("node bootstrap: CA: %w", err)
+	if caPEM != nil {
+		if _, err := parseCertificates(caPEM); err != nil {
+			return fmt.Errorf("node bootstrap: CA: %w", err)
+		}
 	}
 	if errs := validation.IsDNS1123Subdomain(nodeName); len(errs) > 0 {
 		return fmt.Errorf("node bootstrap: node name %q: %s", nodeName, strings.Join(errs, "; "))

@@ -135,7 +135,7 @@ func TestBootstrapBadInput(t *testing.T) {
 	}{
 		{"plain http", "http://127.0.0.1:6443", ca.pem, "n1", t.TempDir(), "not an https:// URL"},
 		{"no host", "https://", ca.pem, "n1", t.TempDir(), "not an https:// URL"},
-		{"no CA", "https://127.0.0.1:6443", nil, "n1", t.TempDir(), "CA certificate is required"},
+		{"no CA to discover with no token", "https://127.0.0.1:6443", nil, "n1", t.TempDir(), "no bootstrap token"},
 		{"a CA that is not PEM", "https://127.0.0.1:6443", []byte("junk"), "n1", t.TempDir(), "no PEM certificate"},
 		{"a bad node name", "https://127.0.0.1:6443", ca.pem, "Node_1", t.TempDir(), "node name"},
 		{"no directory", "https://127.0.0.1:6443", ca.pem, "n1", "", "no directory"},

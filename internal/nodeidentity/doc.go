@@ -29,10 +29,12 @@
 //	// kubeconfig = /var/lib/rudder/agent/kubelet.kubeconfig, for clientcmd
 //
 // Bootstrap waits until the certificate is issued or ctx ends: give it a
-// deadline. It trusts the server only through caPEM. kubeadm can instead
-// discover the CA from the kube-public/cluster-info ConfigMap, checking
-// its JWS signature made with the token; rudder has no bootstrap signer
-// to sign that ConfigMap yet, so the CA is required.
+// deadline. It trusts the server only through caPEM or, with caPEM nil,
+// through kubeadm's token discovery: the kube-public/cluster-info
+// ConfigMap names the CA and carries, per bootstrap token, a JWS
+// signature of that content keyed with the token's secret (written by the
+// bootstrapsigner controller), which the node checks before believing
+// the CA. Never trust on first use.
 //
 // This package is a leaf: it imports client-go and the API types only,
 // and talks to the cluster through the API like any other client.

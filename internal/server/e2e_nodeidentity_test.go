@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,7 @@ import (
 // in-process controllers, then the node's own certificate — confined by
 // the Node authorizer and NodeRestriction to its own objects.
 func TestNodeIdentityEndToEnd(t *testing.T) {
-	srv, rc := startTestServer(t, Config{Controllers: []string{"csrapproving", "csrsigning"}, DisableScheduler: true})
+	srv, rc := startTestServer(t, Config{Controllers: []string{"csrapproving", "csrsigning", "bootstrapsigner", "tokencleaner"}, DisableScheduler: true})
 	admin := kubernetes.NewForConfigOrDie(rc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -247,6 +248,76 @@ func TestNodeIdentityEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("joins with the token alone, the CA discovered and checked", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		kc, err := nodeidentity.Bootstrap(ctx, srv.URL, nil, token, "node-4", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ca, _ := os.ReadFile(filepath.Join(dir, nodeidentity.CAFile)); string(ca) != string(srv.PKI.CAPEM) {
+			t.Fatal("the discovered CA is not the cluster's")
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-4"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a token that does not sign cluster-info discovers nothing", func(t *testing.T) {
+		// Created without usage-bootstrap-signing from the start: never
+		// signed, not even for a moment.
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: auth.BootstrapTokenSecretPrefix + "nosign", Namespace: auth.BootstrapTokenNamespace},
+			Type:       auth.BootstrapTokenSecretType,
+			StringData: map[string]string{auth.BootstrapTokenIDKey: "nosign", auth.BootstrapTokenSecretKey: "0123456789abcdef", auth.BootstrapTokenUsageAuthKey: "true"},
+		}
+		if _, err := admin.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		_, err := nodeidentity.Bootstrap(ctx, srv.URL, nil, "nosign.0123456789abcdef", "node-5", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), `no signature for token ID "nosign"`) {
+			t.Fatalf("got %v", err)
+		}
+	})
+
+	t.Run("anyone may read cluster-info, and nothing else", func(t *testing.T) {
+		anon := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: srv.PKI.CAPEM}})
+		cm, err := anon.CoreV1().ConfigMaps("kube-public").Get(ctx, "cluster-info", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cm.Data["jws-kubeconfig-abcdef"]; !ok {
+			t.Errorf("cluster-info is not signed for abcdef: keys %v", slices.Sorted(maps.Keys(cm.Data)))
+		}
+		if _, ok := cm.Data["jws-kubeconfig-nosign"]; ok {
+			t.Error("cluster-info is signed for a token without usage-bootstrap-signing")
+		}
+		if _, err := anon.CoreV1().ConfigMaps("kube-public").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+			t.Errorf("anonymous list: %v, want 401", err)
+		}
+	})
+
+	t.Run("expired tokens are deleted", func(t *testing.T) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := admin.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-expird", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("expired token still there: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
 	t.Run("a bootstrap token can do nothing but ask for a certificate", func(t *testing.T) {
 		c := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: srv.PKI.CAPEM}})
 		_, err := c.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
@@ -262,10 +333,11 @@ func createTokenSecret(t *testing.T, c kubernetes.Interface, id, secret, expirat
 		ObjectMeta: metav1.ObjectMeta{Name: auth.BootstrapTokenSecretPrefix + id, Namespace: auth.BootstrapTokenNamespace},
 		Type:       auth.BootstrapTokenSecretType,
 		StringData: map[string]string{
-			auth.BootstrapTokenIDKey:          id,
-			auth.BootstrapTokenSecretKey:      secret,
-			auth.BootstrapTokenUsageAuthKey:   "true",
-			auth.BootstrapTokenExtraGroupsKey: auth.BootstrapDefaultNodeGroup,
+			auth.BootstrapTokenIDKey:           id,
+			auth.BootstrapTokenSecretKey:       secret,
+			auth.BootstrapTokenUsageAuthKey:    "true",
+			auth.BootstrapTokenUsageSigningKey: "true",
+			auth.BootstrapTokenExtraGroupsKey:  auth.BootstrapDefaultNodeGroup,
 		},
 	}
 	if expiration != "" {

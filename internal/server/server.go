@@ -268,9 +268,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// serves (kube-system/bootstrap-token-<id>, from the watch cache).
 	bootstrapTokens := auth.AudienceAgnostic(apiAudiences, auth.NewBootstrapTokenAuthenticator(api.ServiceAccountObjects(), nil))
 	tokens = append(tokens, bootstrapTokens, saAuth)
+	// Without --anonymous-auth a request without credentials is still let
+	// in for one path, the cluster-info a joining node discovers the CA
+	// from; RBAC lets system:anonymous read that and nothing else.
+	var anonymousPaths []string
+	if !cfg.AnonymousAuth {
+		anonymousPaths = []string{clusterInfoPath}
+	}
 	api.SetAuthenticator(auth.NewAuthenticator(auth.AuthenticatorConfig{
 		Authenticators: []auth.Authenticator{auth.NewX509Authenticator(auth.X509Config{}), auth.NewBearerAuthenticator(tokens...)},
-		Anonymous:      cfg.AnonymousAuth,
+		Anonymous:      true,
+		AnonymousPaths: anonymousPaths,
 	}))
 	rbacSource := api.RBACSource()
 	// Node,RBAC: the graph of what each node's pods reference is filled
@@ -328,7 +336,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, bootstrapObjects(svcNet.FirstIP(), port)); err != nil {
+	clusterInfo, err := clusterInfoObjects("https://"+externalAddress(cfg.BindAddress, port), bundle.CAPEM)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := api.EnsureObjects(ctx, append(bootstrapObjects(svcNet.FirstIP(), port), clusterInfo...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
