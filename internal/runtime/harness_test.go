@@ -47,6 +47,7 @@ type env struct {
 	images  *image.Store
 	imgRoot string
 	shim    string // ShimBinary; "" = this test binary
+	wrap    func(image.Images) image.Images
 	rt      *Runtime
 	sock    string
 	stop    context.CancelFunc
@@ -77,8 +78,12 @@ func newEnvShim(t testing.TB, shim string) *env {
 // start (re)starts the runtime on the env's directories.
 func (e *env) start() {
 	e.t.Helper()
+	var imgs image.Images = e.images
+	if e.wrap != nil {
+		imgs = e.wrap(imgs)
+	}
 	rt, err := New(Config{
-		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: e.images,
+		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: imgs,
 		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

@@ -83,11 +83,13 @@ func (r *Runtime) setupSandbox(ctx context.Context, st *sandboxState, ns *runtim
 	cfg := st.config
 	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
 	hostIPC := ns.GetIpc() == runtimeapi.NamespaceMode_NODE
+	// As containerd: no hostname means the node's. A longer one than
+	// the kernel holds is cut, as the kubelet cuts pod hostnames.
 	hostname := cfg.GetHostname()
-	if hostname == "" {
-		hostname = cfg.GetMetadata().GetName()
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
 	}
-	if hostNet {
+	if hostname == "" || hostNet {
 		h, err := os.Hostname()
 		if err != nil {
 			return err

@@ -110,6 +110,7 @@ func TestResolveUser(t *testing.T) {
 		{"strict policy skips /etc/group", &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "app", SupplementalGroupsPolicy: runtimeapi.SupplementalGroupsPolicy_Strict}, "", processUser{1000, 1001, nil}, ""},
 		{"unknown name", &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "ghost"}, "", processUser{}, "ghost"},
 		{"unknown group", nil, "app:ghosts", processUser{}, "ghosts"},
+		{"RunAsGroup alone", &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, "", processUser{}, "runAsGroup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := resolveUser(root, tc.sc, tc.imageUser)
