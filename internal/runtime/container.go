@@ -113,9 +113,11 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err := os.MkdirAll(st.Bundle, 0o711); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if _, err := r.images.Mount(ctx, st.ID, st.ImageID, st.Rootfs); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	tMount := time.Since(t0)
 	pidNS, err := r.pidNamespace(st.config, sb)
 	if err != nil {
 		return err
@@ -141,6 +143,7 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err := r.saveContainer(st); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	err = r.startShim(ctx, st, shimConfig{
 		ID: st.ID, Bundle: st.Bundle, Runc: r.runc.bin, RuncRoot: r.runc.root,
 		PidFile:  filepath.Join(st.Bundle, "init.pid"),
@@ -154,6 +157,7 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err != nil {
 		return err
 	}
+	r.log.Debug("runtime: container created", "id", st.ID, "mount", tMount, "bundle", t1.Sub(t0)-tMount, "monitor+runc create", time.Since(t1))
 	return r.saveContainer(st)
 }
 

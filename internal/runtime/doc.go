@@ -93,6 +93,17 @@
 // namespace files and /dev/shm, and removes the pod cgroup and the
 // sandbox's directories: nothing stays on the host.
 //
+// # Costs (measured on 2 shared cores, BenchmarkRunPod, TestMonitorRSS)
+//
+// RunPodSandbox + CreateContainer + StartContainer of busybox takes about
+// 150-250 ms, most of it in `runc create` (~90 ms unloaded). Each
+// monitor holds 3.3 MiB of private memory (RssAnon) when the binary is
+// as small as the package's test binary (VmRSS 20 MiB, the rest shared
+// file pages); re-executing the whole rudder binary (135 MiB) costs 8 MiB
+// private, ~60 MiB VmRSS of which ~52 MiB are file pages shared by all
+// monitors, and ~150 ms of start-up (its package initialisers) per
+// container.
+//
 // # Files
 //
 // runtime.go (Config, New, Serve, errors), sandbox.go, container.go,

@@ -85,7 +85,7 @@ func (e *env) start() {
 	rt, err := New(Config{
 		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: imgs,
 		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -281,4 +281,12 @@ func (e *env) leftovers() []string {
 		out = append(out, "rootfs "+en.Name())
 	}
 	return out
+}
+
+// testLogLevel is warn, or debug with RUDDER_TEST_DEBUG set.
+func testLogLevel() slog.Level {
+	if os.Getenv("RUDDER_TEST_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
