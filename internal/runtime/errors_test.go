@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -106,6 +107,33 @@ func TestBadRequests(t *testing.T) {
 				t.Error("empty error message")
 			}
 		})
+	}
+	// The streamed lists carry what the lists do.
+	id := e.createStart(pod, pcfg, ctrConfig("streamed", "sleep", "3600"))
+	sp, err := rs.StreamPodSandboxes(ctx, &runtimeapi.StreamPodSandboxesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sp.Recv()
+	if err != nil || len(m.PodSandboxes) != 1 || m.PodSandboxes[0].Id != pod {
+		t.Errorf("StreamPodSandboxes: %v %v", m, err)
+	}
+	if _, err := sp.Recv(); err != io.EOF {
+		t.Errorf("StreamPodSandboxes did not end: %v", err)
+	}
+	sc, err := rs.StreamContainers(ctx, &runtimeapi.StreamContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: pod}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sc.Recv(); err != nil || len(m.Containers) != 1 || m.Containers[0].Id != id {
+		t.Errorf("StreamContainers: %v %v", m, err)
+	}
+	ss, err := rs.StreamContainerStats(ctx, &runtimeapi.StreamContainerStatsRequest{Filter: &runtimeapi.ContainerStatsFilter{Id: "nothing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ss.Recv(); err != nil || len(m.ContainerStats) != 0 {
+		t.Errorf("StreamContainerStats of nothing: %v %v", m, err)
 	}
 	// The runtime survived all of it.
 	if _, err := rs.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {

@@ -233,3 +233,13 @@ func TestSeccompProfiles(t *testing.T) {
 		})
 	}
 }
+
+func TestSendChunks(t *testing.T) {
+	for _, tc := range []struct{ n, msgs, last int }{{0, 1, 0}, {1, 1, 1}, {500, 1, 500}, {1201, 3, 201}} {
+		var sizes []int
+		sendChunks(make([]int, tc.n), func(c []int) error { sizes = append(sizes, len(c)); return nil })
+		if len(sizes) != tc.msgs || sizes[len(sizes)-1] != tc.last {
+			t.Errorf("%d items: messages %v", tc.n, sizes)
+		}
+	}
+}
