@@ -110,7 +110,34 @@ func (r *Runtime) execProcess(ctx context.Context, st *containerState, cmdArgs [
 			return -1, fmt.Errorf("exec: pty: %w", err)
 		}
 		master = m
-		defer master.Close()
+		// Resizes may arrive until the end: Setsize must not race Close.
+		var mmu sync.Mutex
+		finished := make(chan struct{})
+		defer func() {
+			close(finished)
+			mmu.Lock()
+			master.Close()
+			mmu.Unlock()
+		}()
+		go func() {
+			for {
+				select {
+				case sz, ok := <-resize:
+					if !ok {
+						return
+					}
+					mmu.Lock()
+					select {
+					case <-finished:
+					default:
+						pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
+					}
+					mmu.Unlock()
+				case <-finished:
+					return
+				}
+			}
+		}()
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 		defer slave.Close()
@@ -121,11 +148,6 @@ func (r *Runtime) execProcess(ctx context.Context, st *containerState, cmdArgs [
 		if stdin != nil {
 			go io.Copy(master, stdin)
 		}
-		go func() {
-			for sz := range resize {
-				pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
-			}
-		}()
 	} else {
 		if stdin != nil {
 			// Our own pipe: a client that never closes stdin must not
