@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,7 +99,9 @@ func (e *env) start() {
 	go func() { e.served <- rt.Serve(ctx, e.sock) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(e.sock); err == nil {
+		// Dial, not stat: the file exists between bind and listen.
+		if c, err := net.Dial("unix", e.sock); err == nil {
+			c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
