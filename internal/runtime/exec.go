@@ -74,8 +74,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
 	}
-	stdout := &limitedBuffer{max: 16 << 20}
-	stderr := &limitedBuffer{max: 16 << 20}
+	// Both must fit in one 16 MiB gRPC message.
+	stdout := &limitedBuffer{max: 8 << 20}
+	stderr := &limitedBuffer{max: 8 << 20}
 	code, err := r.execProcess(ctx, &st, req.GetCmd(), nil, stdout, stderr, false, nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
