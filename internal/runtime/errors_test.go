@@ -30,7 +30,10 @@ func TestBadRequests(t *testing.T) {
 			return err
 		}), codes.InvalidArgument},
 		{"PodSandboxStatus empty", call(func() error { _, err := rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{}); return err }), codes.InvalidArgument},
-		{"StopPodSandbox unknown", call(func() error { _, err := rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: "abc"}); return err }), codes.OK},
+		{"StopPodSandbox unknown", call(func() error {
+			_, err := rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: "abc"})
+			return err
+		}), codes.OK},
 		{"CreateContainer empty", call(func() error { _, err := rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{}); return err }), codes.InvalidArgument},
 		{"CreateContainer no image", call(func() error {
 			_, err := rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "x"}}})
@@ -53,11 +56,23 @@ func TestBadRequests(t *testing.T) {
 			return err
 		}), codes.InvalidArgument},
 		{"StartContainer empty", call(func() error { _, err := rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{}); return err }), codes.InvalidArgument},
-		{"StopContainer unknown", call(func() error { _, err := rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: "nope"}); return err }), codes.OK},
-		{"RemoveContainer unknown", call(func() error { _, err := rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: "nope"}); return err }), codes.OK},
-		{"ContainerStatus unknown", call(func() error { _, err := rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "nope"}); return err }), codes.NotFound},
+		{"StopContainer unknown", call(func() error {
+			_, err := rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: "nope"})
+			return err
+		}), codes.OK},
+		{"RemoveContainer unknown", call(func() error {
+			_, err := rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: "nope"})
+			return err
+		}), codes.OK},
+		{"ContainerStatus unknown", call(func() error {
+			_, err := rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "nope"})
+			return err
+		}), codes.NotFound},
 		{"ExecSync empty", call(func() error { _, err := rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{}); return err }), codes.InvalidArgument},
-		{"ExecSync unknown", call(func() error { _, err := rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: "nope", Cmd: []string{"x"}}); return err }), codes.NotFound},
+		{"ExecSync unknown", call(func() error {
+			_, err := rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: "nope", Cmd: []string{"x"}})
+			return err
+		}), codes.NotFound},
 		{"Exec no stream server", call(func() error {
 			_, err := rs.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: "nope", Cmd: []string{"x"}})
 			return err
@@ -75,11 +90,23 @@ func TestBadRequests(t *testing.T) {
 			_, err := rs.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: "nope"})
 			return err
 		}), codes.NotFound},
-		{"ContainerStats unknown", call(func() error { _, err := rs.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: "nope"}); return err }), codes.NotFound},
-		{"PodSandboxStats unknown", call(func() error { _, err := rs.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: "nope"}); return err }), codes.NotFound},
+		{"ContainerStats unknown", call(func() error {
+			_, err := rs.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: "nope"})
+			return err
+		}), codes.NotFound},
+		{"PodSandboxStats unknown", call(func() error {
+			_, err := rs.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: "nope"})
+			return err
+		}), codes.NotFound},
 		{"ListContainers nil filter", call(func() error { _, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); return err }), codes.OK},
-		{"ListContainerStats nil filter", call(func() error { _, err := rs.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{}); return err }), codes.OK},
-		{"ListPodSandboxStats nil filter", call(func() error { _, err := rs.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{}); return err }), codes.OK},
+		{"ListContainerStats nil filter", call(func() error {
+			_, err := rs.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
+			return err
+		}), codes.OK},
+		{"ListPodSandboxStats nil filter", call(func() error {
+			_, err := rs.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+			return err
+		}), codes.OK},
 		{"ImageStatus empty", call(func() error { _, err := e.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{}); return err }), codes.InvalidArgument},
 		{"PullImage empty", call(func() error { _, err := e.is.PullImage(ctx, &runtimeapi.PullImageRequest{}); return err }), codes.InvalidArgument},
 		{"RemoveImage empty", call(func() error { _, err := e.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{}); return err }), codes.InvalidArgument},

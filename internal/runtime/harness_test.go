@@ -49,6 +49,7 @@ type env struct {
 	imgRoot string
 	shim    string // ShimBinary; "" = this test binary
 	wrap    func(image.Images) image.Images
+	netw    Network
 	rt      *Runtime
 	sock    string
 	stop    context.CancelFunc
@@ -85,7 +86,7 @@ func (e *env) start() {
 	}
 	rt, err := New(Config{
 		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: imgs,
-		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim,
+		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim, Network: e.netw,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {

@@ -294,9 +294,13 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		state = runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	netw := &runtimeapi.PodSandboxNetworkStatus{}
-	if len(st.IPs) > 0 {
-		netw.Ip = st.IPs[0]
-		for _, ip := range st.IPs[1:] {
+	ips := st.IPs
+	if len(ips) == 0 && st.NetNS != "" && st.Ready {
+		ips = netnsIPs(st.NetNS)
+	}
+	if len(ips) > 0 {
+		netw.Ip = ips[0]
+		for _, ip := range ips[1:] {
 			netw.AdditionalIps = append(netw.AdditionalIps, &runtimeapi.PodIP{Ip: ip})
 		}
 	}
