@@ -87,7 +87,7 @@ func TestMonitorRSS(t *testing.T) {
 	rss, anon := procKiB(pid, "VmRSS:"), procKiB(pid, "RssAnon:")
 	exe := e.shim
 	if exe == "" {
-		exe, _ = os.Executable()
+		exe, _ = os.Executable() // the default, /proc/self/exe
 	}
 	fi, _ := os.Stat(exe)
 	// File-backed pages (the binary's text and data) are shared by every

@@ -113,9 +113,11 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err := os.MkdirAll(st.Bundle, 0o711); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if _, err := r.images.Mount(ctx, st.ID, st.ImageID, st.Rootfs); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
+	tMount := time.Since(t0)
 	pidNS, err := r.pidNamespace(st.config, sb)
 	if err != nil {
 		return err
@@ -141,6 +143,7 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err := r.saveContainer(st); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	err = r.startShim(ctx, st, shimConfig{
 		ID: st.ID, Bundle: st.Bundle, Runc: r.runc.bin, RuncRoot: r.runc.root,
 		PidFile:  filepath.Join(st.Bundle, "init.pid"),
@@ -154,6 +157,7 @@ func (r *Runtime) createContainer(ctx context.Context, st *containerState, sb *s
 	if err != nil {
 		return err
 	}
+	r.log.Debug("runtime: container created", "id", st.ID, "mount", tMount, "bundle", t1.Sub(t0)-tMount, "monitor+runc create", time.Since(t1))
 	return r.saveContainer(st)
 }
 
@@ -327,6 +331,9 @@ func (r *Runtime) adopt(c *container) {
 // kills. Stopping an exited or unknown-to-runc container is a no-op.
 func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	c, err := r.lookupContainer(req.GetContainerId())
+	if errors.Is(err, errNotFound) {
+		return &runtimeapi.StopContainerResponse{}, nil // idempotent, as CRI asks
+	}
 	if err != nil {
 		return nil, grpcError(err)
 	}
@@ -344,11 +351,18 @@ func (r *Runtime) stopContainer(ctx context.Context, c *container, timeout time.
 		return nil
 	}
 	all := st.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() != runtimeapi.NamespaceMode_CONTAINER
+	sig := st.StopSignal
+	if sig == "" {
+		sig = "SIGTERM"
+	}
+	if st.State == runtimeapi.ContainerState_CONTAINER_RUNNING && timeout > 0 && signalDropped(st.Pid, sig) {
+		// The kernel drops a signal to a pid namespace's init that has
+		// no handler for it: waiting out the grace period would change
+		// nothing but the wait.
+		r.log.Debug("runtime: the container's init ignores its stop signal; killing", "id", st.ID, "signal", sig)
+		timeout = 0
+	}
 	if st.State == runtimeapi.ContainerState_CONTAINER_RUNNING && timeout > 0 {
-		sig := st.StopSignal
-		if sig == "" {
-			sig = "SIGTERM"
-		}
 		if err := r.runc.kill(ctx, st.ID, sig, false); err != nil {
 			r.log.Debug("runtime: stop signal", "id", st.ID, "err", err)
 		}
@@ -544,4 +558,49 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 		return nil, grpcError(err)
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// signalDropped reports whether sig sent to pid is discarded by the
+// kernel: pid is the init of its pid namespace (the last NSpid is 1) and
+// neither catches sig (SigCgt) nor could (the signal is not SIGKILL).
+// An ignored signal (SigIgn) is dropped as well.
+func signalDropped(pid int, sig string) bool {
+	if pid <= 0 {
+		return false
+	}
+	num := unix.SignalNum(strings.ToUpper(sig))
+	if num == 0 {
+		if !strings.HasPrefix(strings.ToUpper(sig), "SIG") {
+			num = unix.SignalNum("SIG" + strings.ToUpper(sig))
+		}
+		if num == 0 {
+			if n, err := strconv.Atoi(sig); err == nil {
+				num = unix.Signal(n)
+			}
+		}
+	}
+	if num == 0 || num == unix.SIGKILL || num == unix.SIGSTOP {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	init, caught := false, false
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "NSpid":
+			f := strings.Fields(v)
+			init = len(f) > 1 && f[len(f)-1] == "1"
+		case "SigCgt":
+			mask, err := strconv.ParseUint(v, 16, 64)
+			caught = err != nil || mask&(1<<(uint(num)-1)) != 0
+		}
+	}
+	return init && !caught
 }

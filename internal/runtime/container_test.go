@@ -39,26 +39,40 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// TestStopKillsAfterTimeout: a process that ignores SIGTERM is killed
-// once the timeout passes.
+// TestStopKillsAfterTimeout: a process that catches SIGTERM and goes on
+// is killed once the timeout passes; an init that cannot receive
+// SIGTERM at all (no handler) is killed at once.
 func TestStopKillsAfterTimeout(t *testing.T) {
 	e := newEnv(t)
 	pod, pcfg := e.runPod("stubborn")
-	id := e.createStart(pod, pcfg, ctrConfig("main", "sh", "-c", `trap '' TERM; echo ready; sleep 3600 & wait; sleep 3600`))
-	waitFor(t, 10*time.Second, "ready", func() bool {
-		b, _ := os.ReadFile(filepath.Join(e.logs, "stubborn", "main.log"))
-		return strings.Contains(string(b), "ready")
-	})
-	start := time.Now()
-	if _, err := e.rs.StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d < time.Second || d > 8*time.Second {
-		t.Errorf("stop took %v, want the 1s timeout then a kill", d)
-	}
-	st := e.status(id)
-	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 || st.Reason != "Error" {
-		t.Errorf("after kill: %v exit %d reason %q", st.State, st.ExitCode, st.Reason)
+	for _, tc := range []struct {
+		name     string
+		script   string
+		min, max time.Duration
+	}{
+		{"catches and carries on", `trap 'echo not stopping' TERM; echo ready; while true; do sleep 0.1; done`, time.Second, 8 * time.Second},
+		{"init without a handler", `echo ready; sleep 3600 & wait`, 0, 900 * time.Millisecond},
+		{"init ignoring it", `trap '' TERM; echo ready; sleep 3600 & wait`, 0, 900 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tc.name, " ", "-")
+			id := e.createStart(pod, pcfg, ctrConfig(name, "sh", "-c", tc.script))
+			waitFor(t, 10*time.Second, "ready", func() bool {
+				b, _ := os.ReadFile(filepath.Join(e.logs, "stubborn", name+".log"))
+				return strings.Contains(string(b), "ready")
+			})
+			start := time.Now()
+			if _, err := e.rs.StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d < tc.min || d > tc.max {
+				t.Errorf("stop took %v, want %v to %v", d, tc.min, tc.max)
+			}
+			st := e.status(id)
+			if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 || st.Reason != "Error" {
+				t.Errorf("after kill: %v exit %d reason %q", st.State, st.ExitCode, st.Reason)
+			}
+		})
 	}
 }
 

@@ -36,8 +36,9 @@
 // /dev/shm. A pod-wide pid namespace (NamespaceMode POD) has no holder,
 // so a container joins the pid namespace of the pod's oldest running
 // container, or gets its own if none runs. Config.Network, when set,
-// gives the sandbox its IPs; without it a pod has loopback only and
-// PodSandboxStatus reports no IP.
+// gives the sandbox its IPs; without it a pod has loopback only, and
+// PodSandboxStatus reports the global addresses it finds in the pod's
+// namespace (none, unless someone else configured them).
 //
 // # Containers
 //
@@ -92,6 +93,26 @@
 // container, then tears down the network, unmounts and deletes the
 // namespace files and /dev/shm, and removes the pod cgroup and the
 // sandbox's directories: nothing stays on the host.
+//
+// # Costs (measured on 2 shared cores, BenchmarkRunPod, TestMonitorRSS)
+//
+// RunPodSandbox + CreateContainer + StartContainer of busybox takes about
+// 150-250 ms, most of it in `runc create` (~90 ms unloaded). Each
+// monitor holds 3.3 MiB of private memory (RssAnon) when the binary is
+// as small as the package's test binary (VmRSS 20 MiB, the rest shared
+// file pages); re-executing the whole rudder binary (135 MiB) costs 8 MiB
+// private, ~60 MiB VmRSS of which ~52 MiB are file pages shared by all
+// monitors, and ~150 ms of start-up (its package initialisers) per
+// container.
+//
+// # Compatibility
+//
+// TestCrictl (RUDDER_CRICTL=path) drives upstream crictl v1.34 through
+// version, info, images, runp, create, start, ps, exec (-s and streamed),
+// logs, inspect, stats, stop, rm, stopp, rmp. TestCritest
+// (RUDDER_CRITEST=path) runs upstream critest v1.34 against images on a
+// loopback registry; the specs that need public images, a pod network or
+// applets Debian's busybox lacks are skipped (critestSkips says why).
 //
 // # Files
 //

@@ -74,8 +74,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
 	}
-	stdout := &limitedBuffer{max: 16 << 20}
-	stderr := &limitedBuffer{max: 16 << 20}
+	// Both must fit in one 16 MiB gRPC message.
+	stdout := &limitedBuffer{max: 8 << 20}
+	stderr := &limitedBuffer{max: 8 << 20}
 	code, err := r.execProcess(ctx, &st, req.GetCmd(), nil, stdout, stderr, false, nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -110,7 +111,34 @@ func (r *Runtime) execProcess(ctx context.Context, st *containerState, cmdArgs [
 			return -1, fmt.Errorf("exec: pty: %w", err)
 		}
 		master = m
-		defer master.Close()
+		// Resizes may arrive until the end: Setsize must not race Close.
+		var mmu sync.Mutex
+		finished := make(chan struct{})
+		defer func() {
+			close(finished)
+			mmu.Lock()
+			master.Close()
+			mmu.Unlock()
+		}()
+		go func() {
+			for {
+				select {
+				case sz, ok := <-resize:
+					if !ok {
+						return
+					}
+					mmu.Lock()
+					select {
+					case <-finished:
+					default:
+						pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
+					}
+					mmu.Unlock()
+				case <-finished:
+					return
+				}
+			}
+		}()
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 		defer slave.Close()
@@ -121,11 +149,6 @@ func (r *Runtime) execProcess(ctx context.Context, st *containerState, cmdArgs [
 		if stdin != nil {
 			go io.Copy(master, stdin)
 		}
-		go func() {
-			for sz := range resize {
-				pty.Setsize(master, &pty.Winsize{Cols: sz.Width, Rows: sz.Height})
-			}
-		}()
 	} else {
 		if stdin != nil {
 			// Our own pipe: a client that never closes stdin must not

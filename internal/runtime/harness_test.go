@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,8 @@ type env struct {
 	images  *image.Store
 	imgRoot string
 	shim    string // ShimBinary; "" = this test binary
+	wrap    func(image.Images) image.Images
+	netw    Network
 	rt      *Runtime
 	sock    string
 	stop    context.CancelFunc
@@ -77,10 +80,14 @@ func newEnvShim(t testing.TB, shim string) *env {
 // start (re)starts the runtime on the env's directories.
 func (e *env) start() {
 	e.t.Helper()
+	var imgs image.Images = e.images
+	if e.wrap != nil {
+		imgs = e.wrap(imgs)
+	}
 	rt, err := New(Config{
-		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: e.images,
-		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Root: e.root, RunDir: e.run, LogRoot: e.logs, Images: imgs,
+		CgroupParent: e.cgroup, KillTimeout: 5 * time.Second, ShimBinary: e.shim, Network: e.netw,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -93,7 +100,9 @@ func (e *env) start() {
 	go func() { e.served <- rt.Serve(ctx, e.sock) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(e.sock); err == nil {
+		// Dial, not stat: the file exists between bind and listen.
+		if c, err := net.Dial("unix", e.sock); err == nil {
+			c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -276,4 +285,12 @@ func (e *env) leftovers() []string {
 		out = append(out, "rootfs "+en.Name())
 	}
 	return out
+}
+
+// testLogLevel is warn, or debug with RUDDER_TEST_DEBUG set.
+func testLogLevel() slog.Level {
+	if os.Getenv("RUDDER_TEST_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

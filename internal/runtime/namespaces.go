@@ -170,3 +170,29 @@ func dialInNetNS(path, addr string) (net.Conn, error) {
 	})
 	return c, err
 }
+
+// netnsIPs lists the global unicast addresses inside the network
+// namespace at path, IPv4 first: the pod's IPs when something other
+// than Config.Network configured them.
+func netnsIPs(path string) []string {
+	var v4, v6 []string
+	inNetNS(path, func() error {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ipn.IP.To4() != nil {
+				v4 = append(v4, ipn.IP.String())
+			} else {
+				v6 = append(v6, ipn.IP.String())
+			}
+		}
+		return nil
+	})
+	return append(v4, v6...)
+}

@@ -67,7 +67,7 @@ type Config struct {
 	CgroupParent string
 	// ShimBinary is the executable re-executed as the per-container
 	// monitor with "runtime-shim" as its first argument (default: this
-	// process's executable).
+	// process's executable, /proc/self/exe).
 	ShimBinary string
 	// Network sets up pod networking; nil gives sandboxes loopback only.
 	Network Network
@@ -113,11 +113,9 @@ func (c *Config) setDefaults() error {
 		c.CgroupParent = "kubepods"
 	}
 	if c.ShimBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("runtime: shim binary: %w", err)
-		}
-		c.ShimBinary = exe
+		// Not os.Executable(): /proc/self/exe still runs after an upgrade
+		// replaced the binary on disk.
+		c.ShimBinary = "/proc/self/exe"
 	}
 	if c.KillTimeout <= 0 {
 		c.KillTimeout = 10 * time.Second

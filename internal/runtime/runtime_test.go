@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,55 @@ func TestLifecycle(t *testing.T) {
 	}
 	if _, err := e.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id}); err == nil || !strings.Contains(err.Error(), "NotFound") {
 		t.Errorf("status of a removed container: %v", err)
+	}
+}
+
+// TestConcurrentPods runs pods in parallel through one runtime, as the
+// kubelet's pod workers do, and checks the host is clean afterwards.
+func TestConcurrentPods(t *testing.T) {
+	e := newEnv(t)
+	ctx := e.ctx()
+	const n = 4
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			errs <- func() error {
+				cfg := podConfig(fmt.Sprintf("par-%d", i))
+				sb, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+				if err != nil {
+					return err
+				}
+				var ids []string
+				for j := 0; j < 2; j++ {
+					cr, err := e.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: ctrConfig(fmt.Sprintf("c%d", j), "sleep", "3600"), SandboxConfig: cfg})
+					if err != nil {
+						return err
+					}
+					if _, err := e.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cr.ContainerId}); err != nil {
+						return err
+					}
+					ids = append(ids, cr.ContainerId)
+				}
+				for _, id := range ids {
+					ex, err := e.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"hostname"}})
+					if err != nil {
+						return err
+					}
+					if got := strings.TrimSpace(string(ex.Stdout)); got != cfg.Hostname {
+						return fmt.Errorf("pod %d: hostname %q", i, got)
+					}
+				}
+				_, err = e.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId})
+				return err
+			}()
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("left behind:\n%s", strings.Join(left, "\n"))
 	}
 }

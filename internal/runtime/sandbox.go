@@ -83,11 +83,13 @@ func (r *Runtime) setupSandbox(ctx context.Context, st *sandboxState, ns *runtim
 	cfg := st.config
 	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
 	hostIPC := ns.GetIpc() == runtimeapi.NamespaceMode_NODE
+	// As containerd: no hostname means the node's. A longer one than
+	// the kernel holds is cut, as the kubelet cuts pod hostnames.
 	hostname := cfg.GetHostname()
-	if hostname == "" {
-		hostname = cfg.GetMetadata().GetName()
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
 	}
-	if hostNet {
+	if hostname == "" || hostNet {
 		h, err := os.Hostname()
 		if err != nil {
 			return err
@@ -292,9 +294,13 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		state = runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	netw := &runtimeapi.PodSandboxNetworkStatus{}
-	if len(st.IPs) > 0 {
-		netw.Ip = st.IPs[0]
-		for _, ip := range st.IPs[1:] {
+	ips := st.IPs
+	if len(ips) == 0 && st.NetNS != "" && st.Ready {
+		ips = netnsIPs(st.NetNS)
+	}
+	if len(ips) > 0 {
+		netw.Ip = ips[0]
+		for _, ip := range ips[1:] {
 			netw.AdditionalIps = append(netw.AdditionalIps, &runtimeapi.PodIP{Ip: ip})
 		}
 	}

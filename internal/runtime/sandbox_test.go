@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -30,6 +31,9 @@ func (f *fakeNetwork) Setup(ctx context.Context, id, netns string, cfg *runtimea
 		return nil, errors.New("no addresses left")
 	}
 	f.setups[id] = netns
+	if cfg.GetMetadata().GetName() == "selfnet" {
+		return nil, nil // leaves addressing to someone else
+	}
 	return []string{"10.88.0.5", "fd00::5"}, nil
 }
 
@@ -44,7 +48,9 @@ func TestSandboxes(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx()
 	netw := &fakeNetwork{setups: map[string]string{}}
-	e.rt.cfg.Network = netw
+	e.shutdown()
+	e.netw = netw
+	e.start()
 
 	t.Run("status, network hook, files", func(t *testing.T) {
 		cfg := podConfig("dns")
@@ -167,6 +173,39 @@ func TestSandboxes(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
 			t.Errorf("the kubelet's pod cgroup was removed: %v", err)
+		}
+	})
+
+	t.Run("IP found in the namespace", func(t *testing.T) {
+		resp, err := e.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("selfnet")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := func() string {
+			st, err := e.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: resp.PodSandboxId})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Status.Network.Ip
+		}
+		if got := ip(); got != "" {
+			t.Errorf("loopback-only pod reports IP %q", got)
+		}
+		// Give the pod's own namespace (no route out) an address.
+		netns := e.rt.sandboxes[resp.PodSandboxId].st.NetNS
+		err = inNetNS(netns, func() error {
+			lo, err := netlink.LinkByName("lo")
+			if err != nil {
+				return err
+			}
+			addr, _ := netlink.ParseAddr("10.200.0.7/32")
+			return netlink.AddrAdd(lo, addr)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ip(); got != "10.200.0.7" {
+			t.Errorf("IP %q, want the namespace's 10.200.0.7", got)
 		}
 	})
 

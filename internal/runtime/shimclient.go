@@ -39,6 +39,9 @@ func (r *Runtime) startShim(ctx context.Context, st *containerState, cfg shimCon
 	}
 	defer readyR.Close()
 	cmd := exec.Command(r.cfg.ShimBinary, ShimSubcommand, cfgPath)
+	if exe, err := os.Executable(); err == nil && r.cfg.ShimBinary == "/proc/self/exe" {
+		cmd.Args[0] = filepath.Base(exe) // for ps; the path above is what runs
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

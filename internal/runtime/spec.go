@@ -326,8 +326,8 @@ func mountsFor(in specInput, privileged bool) ([]specs.Mount, string, error) {
 			return nil, "", fmt.Errorf("mount destination %q is not absolute: %w", m.GetContainerPath(), errInvalid)
 		}
 		src := m.GetHostPath()
-		if src == "" {
-			return nil, "", fmt.Errorf("mount %s has no host path: %w", dst, errInvalid)
+		if !filepath.IsAbs(src) {
+			return nil, "", fmt.Errorf("mount %s: host path %q is not absolute: %w", dst, src, errInvalid)
 		}
 		if _, err := os.Stat(src); os.IsNotExist(err) {
 			// As containerd: a missing host path becomes a directory.

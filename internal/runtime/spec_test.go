@@ -110,6 +110,7 @@ func TestResolveUser(t *testing.T) {
 		{"strict policy skips /etc/group", &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "app", SupplementalGroupsPolicy: runtimeapi.SupplementalGroupsPolicy_Strict}, "", processUser{1000, 1001, nil}, ""},
 		{"unknown name", &runtimeapi.LinuxContainerSecurityContext{RunAsUsername: "ghost"}, "", processUser{}, "ghost"},
 		{"unknown group", nil, "app:ghosts", processUser{}, "ghosts"},
+		{"RunAsGroup alone", &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: i64(5)}, "", processUser{}, "runAsGroup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := resolveUser(root, tc.sc, tc.imageUser)
@@ -230,5 +231,15 @@ func TestSeccompProfiles(t *testing.T) {
 				t.Errorf("default action %q, want %q", got, tc.deflt)
 			}
 		})
+	}
+}
+
+func TestSendChunks(t *testing.T) {
+	for _, tc := range []struct{ n, msgs, last int }{{0, 1, 0}, {1, 1, 1}, {500, 1, 500}, {1201, 3, 201}} {
+		var sizes []int
+		sendChunks(make([]int, tc.n), func(c []int) error { sizes = append(sizes, len(c)); return nil })
+		if len(sizes) != tc.msgs || sizes[len(sizes)-1] != tc.last {
+			t.Errorf("%d items: messages %v", tc.n, sizes)
+		}
 	}
 }

@@ -107,6 +107,9 @@ type processUser struct {
 // supplemental groups are added.
 func resolveUser(rootfs string, sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (processUser, error) {
 	var pu processUser
+	if sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return pu, fmt.Errorf("runAsGroup is set without runAsUser or runAsUsername: %w", errInvalid)
+	}
 	passwd, err := readPasswd(rootfs)
 	if err != nil {
 		return pu, err
