@@ -83,10 +83,9 @@ func (r *Runtime) setupSandbox(ctx context.Context, st *sandboxState, ns *runtim
 	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
 	hostIPC := ns.GetIpc() == runtimeapi.NamespaceMode_NODE
 	hostname := cfg.GetHostname()
-	if hostname == "" {
-		hostname = cfg.GetMetadata().GetName()
-	}
-	if hostNet {
+	// No hostname means the node's, as containerd and CRI-O do (the
+	// kubelet always sends one; a pod name may exceed the kernel's 64).
+	if hostNet || hostname == "" {
 		h, err := os.Hostname()
 		if err != nil {
 			return err
