@@ -313,9 +313,13 @@ func (r *Runtime) adopt(c *container) {
 }
 
 // StopContainer sends the stop signal, waits up to the timeout, then
-// kills. Stopping an exited or unknown-to-runc container is a no-op.
+// kills. Stopping an exited, unknown-to-runc or unknown container is a
+// no-op: the CRI makes StopContainer idempotent.
 func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	c, err := r.lookupContainer(req.GetContainerId())
+	if errors.Is(err, errNotFound) {
+		return &runtimeapi.StopContainerResponse{}, nil
+	}
 	if err != nil {
 		return nil, grpcError(err)
 	}
