@@ -57,12 +57,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		st.CgroupParent = filepath.Join(r.cfg.CgroupParent, "pod-"+id[:16])
 	}
 	if err := r.setupSandbox(ctx, &st, nsOpts); err != nil {
-		r.teardownSandbox(ctx, &st)
+		r.abandonSandbox(ctx, &st)
 		return nil, grpcError(fmt.Errorf("run pod sandbox %s/%s: %w", md.GetNamespace(), md.GetName(), err))
 	}
 	st.Ready = true
 	if err := r.saveSandbox(&st); err != nil {
-		r.teardownSandbox(ctx, &st)
+		r.abandonSandbox(ctx, &st)
 		return nil, grpcError(err)
 	}
 	r.mu.Lock()
@@ -173,6 +173,17 @@ func (r *Runtime) teardownSandbox(ctx context.Context, st *sandboxState) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// abandonSandbox undoes a RunPodSandbox that failed: namespaces, /dev/shm
+// and the sandbox's directories, so a failed run leaves nothing behind.
+func (r *Runtime) abandonSandbox(ctx context.Context, st *sandboxState) {
+	if err := r.teardownSandbox(ctx, st); err != nil {
+		r.log.Warn("runtime: failed sandbox not fully torn down", "id", st.ID, "err", err)
+		return
+	}
+	_ = os.RemoveAll(st.Dir)
+	_ = os.RemoveAll(r.sandboxStateDir(st.ID))
 }
 
 // StopPodSandbox stops every container of the sandbox and releases its
