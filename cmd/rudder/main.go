@@ -42,6 +42,7 @@ func main() {
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
 	root.AddCommand(imagesCommand())
+	root.AddCommand(runtimeCommand())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
