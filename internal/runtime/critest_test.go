@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,17 @@ func TestStopUnknownContainerSucceeds(t *testing.T) {
 	e := newEnv(t)
 	if _, err := e.rs.StopContainer(e.ctx(), &runtimeapi.StopContainerRequest{ContainerId: "0123456789abcdef", Timeout: 1}); err != nil {
 		t.Errorf("StopContainer of an unknown container: %v", err)
+	}
+}
+
+func TestRunAsGroupWithoutUserRefused(t *testing.T) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 1000}}
+	if _, err := resolveUser(t.TempDir(), sc, "1000"); !errors.Is(err, errInvalid) {
+		t.Errorf("resolveUser with runAsGroup alone = %v, want errInvalid", err)
+	}
+	sc.RunAsUser = &runtimeapi.Int64Value{Value: 1000}
+	pu, err := resolveUser(t.TempDir(), sc, "")
+	if err != nil || pu.uid != 1000 || pu.gid != 1000 {
+		t.Errorf("resolveUser with runAsUser and runAsGroup = %+v, %v; want uid and gid 1000", pu, err)
 	}
 }

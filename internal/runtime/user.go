@@ -107,6 +107,11 @@ type processUser struct {
 // supplemental groups are added.
 func resolveUser(rootfs string, sc *runtimeapi.LinuxContainerSecurityContext, imageUser string) (processUser, error) {
 	var pu processUser
+	// A group alone would pair with the image's user, which the pod's
+	// author did not choose: refused, as containerd and CRI-O do.
+	if sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return pu, fmt.Errorf("runAsGroup is set without runAsUser or runAsUsername: %w", errInvalid)
+	}
 	passwd, err := readPasswd(rootfs)
 	if err != nil {
 		return pu, err
