@@ -52,11 +52,12 @@ same DIR adopts them.
 	f.StringVar(&opts.socket, "socket", "", "unix socket the CRI is served on (required)")
 	f.StringVar(&opts.ociRuntime, "oci-runtime", "runc", "runc-compatible binary that runs containers")
 	f.StringVar(&opts.streamAddr, "stream-addr", "127.0.0.1:0", "address of the streaming server (exec, attach, port-forward)")
+	f.StringVar(&opts.shimBinary, "shim-binary", "", "executable run as each container's monitor with runtime-shim as its first argument (default: this binary)")
 	return cmd
 }
 
 type runtimeOptions struct {
-	root, socket, ociRuntime, streamAddr string
+	root, socket, ociRuntime, streamAddr, shimBinary string
 }
 
 func (o runtimeOptions) run(ctx context.Context) error {
@@ -80,6 +81,7 @@ func (o runtimeOptions) run(ctx context.Context) error {
 		LogRoot:    filepath.Join(root, "logs"),
 		Images:     images,
 		OCIRuntime: o.ociRuntime,
+		ShimBinary: o.shimBinary,
 	})
 	if err != nil {
 		return err

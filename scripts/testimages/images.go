@@ -96,8 +96,10 @@ func busyboxLayer(passwd, group string) (v1.Layer, error) {
 		es = append(es, entry{name: p, typ: tar.TypeLink, link: "bin/busybox", mode: 0o755})
 	}
 	es = append(es, entry{name: "etc/passwd", body: passwd}, entry{name: "etc/group", body: group},
-		// Debian's busybox-static has no pgrep applet; critest uses it.
-		entry{name: "usr/bin/pgrep", mode: 0o755, body: "#!/bin/sh\n# pgrep NAME: the pids of the processes named NAME\nout=$(pidof \"$1\") || exit 1\nfor p in $out; do echo \"$p\"; done\n"})
+		// Debian's busybox-static has no pgrep or ipcs applet; critest
+		// uses both (ipcs -m to find a segment's id).
+		entry{name: "usr/bin/pgrep", mode: 0o755, body: "#!/bin/sh\n# pgrep NAME: the pids of the processes named NAME\nout=$(pidof \"$1\") || exit 1\nfor p in $out; do echo \"$p\"; done\n"},
+		entry{name: "usr/bin/ipcs", mode: 0o755, body: "#!/bin/sh\n# ipcs -m: the shared memory segments of this IPC namespace\ncat /proc/sysvipc/shm\n"})
 	for i := range es {
 		if es[i].name == "tmp/" {
 			es[i].mode = 0o1777
