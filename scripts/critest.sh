@@ -77,6 +77,8 @@ cleanup() {
   [ -n "$IMG_PID" ] && kill -TERM "$IMG_PID" 2>/dev/null && wait "$IMG_PID" 2>/dev/null
   # Rootfs mounts of the image store, if any remain, before removing.
   grep -o " $TMP/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+  # The runtime's run directory: /run/rudder/<first 12 hex of sha256(root)>.
+  rm -rf "/run/rudder/$(printf %s "$TMP/root" | sha256sum | cut -c1-12)"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -109,7 +111,8 @@ shm_before=$(ipcs -m 2>/dev/null | awk '$2 ~ /^[0-9]+$/ {print $2}' | sort)
 
 set +e
 "$CRITEST" -runtime-endpoint "unix://$SOCK" -image-endpoint "unix://$SOCK" \
-  -ginkgo.skip="$SKIP_RE" -ginkgo.no-color -ginkgo.timeout=60m "$@" 2>&1 | tee "$TMP/critest.log"
+  -ginkgo.skip="$SKIP_RE" -ginkgo.no-color -ginkgo.timeout=60m -ginkgo.json-report="$TMP/report.json" \
+  "$@" 2>&1 | tee "$TMP/critest.log"
 rc=${PIPESTATUS[0]}
 set -e
 for id in $(comm -13 <(echo "$shm_before") <(ipcs -m 2>/dev/null | awk '$2 ~ /^[0-9]+$/ {print $2}' | sort)); do
@@ -121,6 +124,12 @@ done
   grep -aE '^Ran [0-9]+ of [0-9]+ Specs|Passed \| [0-9]+ Failed' "$TMP/critest.log"
   echo "failures:"
   sed -n '/^Summarizing [0-9]* Failure/,/^Ran /p' "$TMP/critest.log" | grep -aE '^\s*\[FAIL\]' | awk '!seen[$0]++' || echo "  none"
+  if command -v jq >/dev/null 2>&1 && [ -f "$TMP/report.json" ]; then
+    echo "skipped (by this script's list or by critest itself, with its reason):"
+    jq -r '.[].SpecReports[] | select(.State == "skipped" and .LeafNodeType == "It")
+      | "  \((.ContainerHierarchyTexts | join(" ")) + " " + .LeafNodeText): \(.Failure.Message // "-ginkgo.skip" | split("\n")[0])"' \
+      "$TMP/report.json" | sort
+  fi
 } | tee "$OUT"
 cp "$TMP/runtime.log" "${OUT%.txt}-runtime.log" 2>/dev/null || true
 exit "$rc"
