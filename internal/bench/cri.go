@@ -233,13 +233,15 @@ func (b *criBench) startPod(ctx context.Context, name string) (time.Duration, er
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return 0, err
 	}
-	netMode := runtimeapi.NamespaceMode_POD
+	netMode, hostname := runtimeapi.NamespaceMode_POD, name
 	if b.cfg.HostNetwork {
-		netMode = runtimeapi.NamespaceMode_NODE
+		// As the kubelet: a host-network pod has the node's UTS
+		// namespace, so no hostname of its own.
+		netMode, hostname = runtimeapi.NamespaceMode_NODE, ""
 	}
 	pod := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: uid},
-		Hostname:     name,
+		Hostname:     hostname,
 		LogDirectory: logDir,
 		Labels:       map[string]string{"rudder-bench": "cri"},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
