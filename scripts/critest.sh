@@ -28,6 +28,13 @@ if [ "$(id -u)" != 0 ]; then
   echo "critest.sh: needs root (the runtime creates namespaces, cgroups and mounts)" >&2
   exit 1
 fi
+# critest's HostIpc specs make shared memory segments (ipcmk) in what they
+# take for the host's IPC namespace and never remove them. Run the runtime
+# and critest in an IPC namespace of their own, which takes the segments
+# with it when the run ends (and leaves other users' segments alone).
+if [ -z "${CRITEST_IPC_NS:-}" ]; then
+  CRITEST_IPC_NS=1 exec unshare --ipc "$0" "$@"
+fi
 for t in runc /bin/busybox; do
   command -v "$t" >/dev/null 2>&1 || { echo "critest.sh: $t is missing (apt-get install runc busybox-static)" >&2; exit 1; }
 done
@@ -105,19 +112,12 @@ SKIPS=(
 )
 SKIP_RE=$(IFS='|'; echo "${SKIPS[*]}")
 
-# critest's HostIpc specs make shared memory segments on the host
-# (ipcmk) and never remove them: remove the ones this run made.
-shm_before=$(ipcs -m 2>/dev/null | awk '$2 ~ /^[0-9]+$/ {print $2}' | sort)
-
 set +e
 "$CRITEST" -runtime-endpoint "unix://$SOCK" -image-endpoint "unix://$SOCK" \
   -ginkgo.skip="$SKIP_RE" -ginkgo.no-color -ginkgo.timeout=60m -ginkgo.json-report="$TMP/report.json" \
   "$@" 2>&1 | tee "$TMP/critest.log"
 rc=${PIPESTATUS[0]}
 set -e
-for id in $(comm -13 <(echo "$shm_before") <(ipcs -m 2>/dev/null | awk '$2 ~ /^[0-9]+$/ {print $2}' | sort)); do
-  ipcrm -m "$id" 2>/dev/null || true
-done
 
 {
   echo "critest $CRI_TOOLS_VERSION against rudder runtime ($(date -u +%FT%TZ))"
@@ -127,7 +127,7 @@ done
   if command -v jq >/dev/null 2>&1 && [ -f "$TMP/report.json" ]; then
     echo "skipped (by this script's list or by critest itself, with its reason):"
     jq -r '.[].SpecReports[] | select(.State == "skipped" and .LeafNodeType == "It")
-      | "  \((.ContainerHierarchyTexts | join(" ")) + " " + .LeafNodeText): \(.Failure.Message // "-ginkgo.skip" | split("\n")[0])"' \
+      | "  \((.ContainerHierarchyTexts | join(" ")) + " " + .LeafNodeText): \(.Failure.Message // "not selected (-ginkgo.skip/-ginkgo.focus)" | split("\n")[0])"' \
       "$TMP/report.json" | sort
   fi
 } | tee "$OUT"
