@@ -112,6 +112,14 @@ stop() {
   # Shims of containers that were not removed are ours too: they name
   # our socket in their command line.
   for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCK" || true); do kill -KILL "$p" 2>/dev/null || true; done
+  # Pods without a cgroup parent get /k8s.io/<id> cgroups; containerd
+  # removes the containers' but leaves the k8s.io directories. Remove the
+  # empty ones unless another containerd is running (it may use them).
+  if ! pgrep -x containerd >/dev/null; then
+    for d in /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io; do
+      if [ -d "$d" ]; then find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
+    done
+  fi
   { grep -o " $DIR/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$DIR"
 }
