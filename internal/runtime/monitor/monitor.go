@@ -40,9 +40,9 @@ func Main(args []string) int {
 		return 2
 	}
 	// The monitor lives as long as its container: keep its per-P caches
-	// and GC workers few, however many CPUs the host has. (Its heap is
-	// kept small by GOGC, which the runtime sets: runtime/debug would
-	// delay this package's init, see doc.go.)
+	// and GC workers few, however many CPUs the host has, when the
+	// runtime did not choose (it sets GOMAXPROCS=1, and GOGC: package
+	// runtime/debug would delay this package's init, see doc.go).
 	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 2 {
 		runtime.GOMAXPROCS(2)
 	}
@@ -214,7 +214,7 @@ func (m *monitor) create() (<-chan struct{}, int, error) {
 		}
 	}
 	args = append(args, m.cfg.ID)
-	proc, err := os.StartProcess(m.cfg.Runc, args, &os.ProcAttr{Files: stdio})
+	proc, err := os.StartProcess(m.cfg.Runc, args, &os.ProcAttr{Files: stdio, Env: runcEnv()})
 	if err == nil {
 		var st *os.ProcessState
 		if st, err = proc.Wait(); err == nil && !st.Success() {
@@ -273,6 +273,18 @@ func runcLogError(path string) string {
 		}
 	}
 	return msg
+}
+
+// runcEnv is the monitor's environment without the Go runtime settings
+// meant for the monitor alone (runc is a Go program too).
+func runcEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // RuncMessage extracts the message from runc's logrus-formatted output
