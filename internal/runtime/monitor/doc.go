@@ -39,7 +39,10 @@
 //
 // Now about 100 small initialisers (100 KB) run before the monitor, and
 // a monitor holds 1.6 MiB private dirty (Pss 10.6 MiB with two running,
-// most of it the binary's text shared by every monitor).
+// most of it the binary's text shared by every monitor); `rudder bench
+// pods` measures rudder plus monitors at 168-174 MiB PSS with 10 pods
+// and 181 MiB with 30, against 392-406 and 390-397 before.
+//
 // Any binary that links this package (rudder, and every test binary of a
 // package that links the runtime) is therefore a monitor when started
 // so; nothing needs to dispatch the subcommand. TestImportsStayFew fails
@@ -55,7 +58,9 @@
 //
 // # Contract
 //
-// Config (JSON, the only argument) names every file. On fd 3 the monitor
+// Config (JSON, the only argument) names every file and runc by its
+// absolute path; GOGC and GOMAXPROCS in the environment tune the
+// monitor's Go runtime and are not passed on to runc. On fd 3 the monitor
 // writes one line, "ok PID" once `runc create` has succeeded (PID is the
 // container's init, waiting in runc's exec fifo for `runc start`), or
 // "error: MESSAGE" (runc's reason, from its JSON log at Bundle/runc.log)
