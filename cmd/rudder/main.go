@@ -10,15 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rudder-dev/rudder/internal/apiserver"
-	"github.com/rudder-dev/rudder/internal/runtime"
+	// A container's monitor is this binary re-executed as `rudder
+	// runtime-shim CONFIG`: the monitor package's init runs it and exits
+	// before the heavy packages initialise (see its doc.go), so main never
+	// sees that subcommand.
+	_ "github.com/rudder-dev/rudder/internal/runtime/monitor"
 )
 
 func main() {
-	// A container's monitor: the runtime re-executes this binary. It
-	// must not parse flags or start anything else.
-	if len(os.Args) > 1 && os.Args[1] == runtime.ShimSubcommand {
-		os.Exit(runtime.ShimMain(os.Args[2:]))
-	}
 	root := &cobra.Command{
 		Use:           "rudder",
 		Short:         "Kubernetes, from scratch, in one binary",

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rudder-dev/rudder/internal/runtime/monitor"
 	"github.com/rudder-dev/rudder/internal/runtime/streaming"
 )
 
@@ -293,7 +294,7 @@ func (s streamRuntime) Attach(ctx context.Context, containerID string, stdin io.
 	if err != nil {
 		return err
 	}
-	conn, br, err := s.r.shimCall(&st, shimRequest{Op: "attach", Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil})
+	conn, br, err := s.r.shimCall(&st, shimRequest{Op: monitor.OpAttach, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil})
 	if err != nil {
 		return err
 	}
@@ -307,18 +308,18 @@ func (s streamRuntime) Attach(ctx context.Context, containerID string, stdin io.
 	send := func(kind byte, p []byte) error {
 		wmu.Lock()
 		defer wmu.Unlock()
-		return writeFrame(conn, kind, p)
+		return monitor.WriteFrame(conn, kind, p)
 	}
 	if stdin != nil {
 		go func() {
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := stdin.Read(buf)
-				if n > 0 && send(frameStdin, buf[:n]) != nil {
+				if n > 0 && send(monitor.FrameStdin, buf[:n]) != nil {
 					return
 				}
 				if err != nil {
-					send(frameStdinClose, nil)
+					send(monitor.FrameStdinClose, nil)
 					return
 				}
 			}
@@ -330,14 +331,14 @@ func (s streamRuntime) Attach(ctx context.Context, containerID string, stdin io.
 				p := make([]byte, 4)
 				binary.BigEndian.PutUint16(p, sz.Width)
 				binary.BigEndian.PutUint16(p[2:], sz.Height)
-				if send(frameResize, p) != nil {
+				if send(monitor.FrameResize, p) != nil {
 					return
 				}
 			}
 		}()
 	}
 	for {
-		kind, p, err := readFrame(br)
+		kind, p, err := monitor.ReadFrame(br)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -348,15 +349,15 @@ func (s streamRuntime) Attach(ctx context.Context, containerID string, stdin io.
 			return fmt.Errorf("attach %s: %w", containerID, err)
 		}
 		switch kind {
-		case frameStdout:
+		case monitor.FrameStdout:
 			if stdout != nil {
 				stdout.Write(p)
 			}
-		case frameStderr:
+		case monitor.FrameStderr:
 			if stderr != nil {
 				stderr.Write(p)
 			}
-		case frameExit:
+		case monitor.FrameExit:
 			return nil
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"strconv"
 	"strings"
 )
 
@@ -29,19 +28,6 @@ func (r *runc) run(ctx context.Context, args ...string) error {
 		return fmt.Errorf("runc %s: %w: %s", args[0], err, runcMessage(out.String()))
 	}
 	return nil
-}
-
-// runcMessage extracts the message from runc's logrus-formatted output.
-func runcMessage(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "msg=\""); i >= 0 {
-		if q, err := strconv.QuotedPrefix(s[i+4:]); err == nil {
-			if uq, err := strconv.Unquote(q); err == nil {
-				return uq
-			}
-		}
-	}
-	return s
 }
 
 func (r *runc) start(ctx context.Context, id string) error {

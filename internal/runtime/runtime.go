@@ -105,6 +105,9 @@ func (c *Config) setDefaults() error {
 		c.OCIRuntime = "runc"
 	}
 	p, err := exec.LookPath(c.OCIRuntime)
+	if err == nil {
+		p, err = filepath.Abs(p) // the monitor runs it from "/"
+	}
 	if err != nil {
 		return fmt.Errorf("runtime: OCI runtime %q: %w", c.OCIRuntime, err)
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rudder-dev/rudder/internal/runtime/monitor"
 )
 
 // sandbox is a pod sandbox: namespaces held by files, a directory with
@@ -80,55 +81,12 @@ type containerState struct {
 	config *runtimeapi.ContainerConfig
 }
 
-// exitStatus is what the shim writes when the container's init exits.
-type exitStatus struct {
-	ExitCode   int32
-	FinishedAt int64
-	OOMKilled  bool
-	Signal     string
-}
-
 func newID() string {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on Linux
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// writeJSON writes v to path atomically: a crash leaves either the old
-// file or the new one, never a torn write.
-func writeJSON(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, b, 0o600)
-}
-
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 func (r *Runtime) sandboxStateDir(id string) string {
@@ -140,11 +98,11 @@ func (r *Runtime) containerStateDir(id string) string {
 }
 
 func (r *Runtime) saveSandbox(st *sandboxState) error {
-	return writeJSON(filepath.Join(r.sandboxStateDir(st.ID), "state.json"), st)
+	return monitor.WriteJSON(filepath.Join(r.sandboxStateDir(st.ID), "state.json"), st)
 }
 
 func (r *Runtime) saveContainer(st *containerState) error {
-	return writeJSON(filepath.Join(r.containerStateDir(st.ID), "state.json"), st)
+	return monitor.WriteJSON(filepath.Join(r.containerStateDir(st.ID), "state.json"), st)
 }
 
 // load reads every state file; containers are then reconciled with their
@@ -156,7 +114,7 @@ func (r *Runtime) load() error {
 	}
 	for _, e := range sbs {
 		var st sandboxState
-		if err := readJSON(filepath.Join(r.sandboxStateDir(e.Name()), "state.json"), &st); err != nil {
+		if err := monitor.ReadJSON(filepath.Join(r.sandboxStateDir(e.Name()), "state.json"), &st); err != nil {
 			r.log.Warn("runtime: skipping unreadable sandbox state", "id", e.Name(), "err", err)
 			continue
 		}
@@ -180,7 +138,7 @@ func (r *Runtime) load() error {
 	}
 	for _, e := range cs {
 		var st containerState
-		if err := readJSON(filepath.Join(r.containerStateDir(e.Name()), "state.json"), &st); err != nil {
+		if err := monitor.ReadJSON(filepath.Join(r.containerStateDir(e.Name()), "state.json"), &st); err != nil {
 			r.log.Warn("runtime: skipping unreadable container state", "id", e.Name(), "err", err)
 			continue
 		}
@@ -195,14 +153,6 @@ func (r *Runtime) load() error {
 	}
 	r.log.Info("runtime: state loaded", "sandboxes", len(r.sandboxes), "containers", len(r.containers))
 	return nil
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
 
 // lookupSandbox finds a sandbox by ID or unique ID prefix.

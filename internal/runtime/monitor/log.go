@@ -1,21 +1,21 @@
-package runtime
+package monitor
 
 import (
 	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"sync"
 	"time"
 )
 
-// criLog writes a container's output in the CRI log format the kubelet
+// Log writes a container's output in the CRI log format the kubelet
 // reads ("2016-10-06T00:17:09.669794202Z stdout F message"), one line
-// per record, "P" for a piece of a line longer than maxLine. It rotates
-// by size: path becomes path.1, path.1 path.2 ... keeping maxFiles
-// files in all.
-type criLog struct {
+// per record, "P" for a piece of a line longer than MaxLineSize. It
+// rotates by size: path becomes path.1, path.1 path.2 ... keeping
+// maxFiles files in all. Its methods are safe for concurrent use.
+type Log struct {
 	mu       sync.Mutex
 	path     string
 	f        *os.File
@@ -24,20 +24,24 @@ type criLog struct {
 	maxFiles int
 }
 
-const maxLogLine = 16 << 10
+// MaxLineSize is the longest record: longer lines are split into "P"
+// pieces of this size and a final "F" record, as containerd does.
+const MaxLineSize = 16 << 10
 
-func openCRILog(path string, maxSize int64, maxFiles int) (*criLog, error) {
-	l := &criLog{path: path, maxSize: maxSize, maxFiles: maxFiles}
-	if path == "" {
+// OpenLog opens (appends to) the log file name, creating its directory.
+// An empty path gives a Log that discards everything.
+func OpenLog(name string, maxSize int64, maxFiles int) (*Log, error) {
+	l := &Log{path: name, maxSize: maxSize, maxFiles: maxFiles}
+	if name == "" {
 		return l, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return nil, err
 	}
 	return l, l.reopenLocked()
 }
 
-func (l *criLog) reopenLocked() error {
+func (l *Log) reopenLocked() error {
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
@@ -56,7 +60,7 @@ func (l *criLog) reopenLocked() error {
 }
 
 // Reopen reopens the log file, after someone else rotated it.
-func (l *criLog) Reopen() error {
+func (l *Log) Reopen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.path == "" {
@@ -65,7 +69,7 @@ func (l *criLog) Reopen() error {
 	return l.reopenLocked()
 }
 
-func (l *criLog) rotateLocked() error {
+func (l *Log) rotateLocked() error {
 	for i := l.maxFiles - 1; i >= 1; i-- {
 		from := l.path
 		if i > 1 {
@@ -83,7 +87,7 @@ func (l *criLog) rotateLocked() error {
 }
 
 // record writes one line.
-func (l *criLog) record(stream string, partial bool, line []byte) {
+func (l *Log) record(stream string, partial bool, line []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -112,7 +116,8 @@ func (l *criLog) record(stream string, partial bool, line []byte) {
 	l.size += int64(n)
 }
 
-func (l *criLog) Close() error {
+// Close closes the file; later records are dropped.
+func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -123,9 +128,11 @@ func (l *criLog) Close() error {
 	return err
 }
 
-// copyLines reads r until EOF, splitting it into log records of stream,
-// and hands every raw chunk to tee (the attach fan-out) as well.
-func copyLines(r io.Reader, l *criLog, stream string, tee func([]byte)) {
+// CopyLines reads r until EOF or an error, splitting it into records of
+// stream ("stdout" or "stderr") in l, and hands every raw chunk to tee
+// (the attach fan-out; nil for none) as well. A last line without a
+// newline is written when r ends.
+func CopyLines(r io.Reader, l *Log, stream string, tee func([]byte)) {
 	buf := make([]byte, 32<<10)
 	var pending []byte
 	for {
@@ -145,16 +152,16 @@ func copyLines(r io.Reader, l *criLog, stream string, tee func([]byte)) {
 				if len(line) > 0 && line[len(line)-1] == '\r' {
 					line = line[:len(line)-1]
 				}
-				for len(line) > maxLogLine {
-					l.record(stream, true, line[:maxLogLine])
-					line = line[maxLogLine:]
+				for len(line) > MaxLineSize {
+					l.record(stream, true, line[:MaxLineSize])
+					line = line[MaxLineSize:]
 				}
 				l.record(stream, false, line)
 				pending = pending[i+1:]
 			}
-			for len(pending) >= maxLogLine {
-				l.record(stream, true, pending[:maxLogLine])
-				pending = pending[maxLogLine:]
+			for len(pending) >= MaxLineSize {
+				l.record(stream, true, pending[:MaxLineSize])
+				pending = pending[MaxLineSize:]
 			}
 			pending = append([]byte(nil), pending...)
 		}
