@@ -50,7 +50,7 @@ func EqualLists(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// names returns list's names, sorted.
+// Names returns list's names, sorted.
 func Names(list corev1.ResourceList) []corev1.ResourceName {
 	out := make([]corev1.ResourceName, 0, len(list))
 	for n := range list {
