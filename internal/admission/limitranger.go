@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/clock"
 )
 
@@ -393,56 +394,19 @@ func lrRatio(kind string, name corev1.ResourceName, enforced resource.Quantity, 
 	return nil
 }
 
-// lrPodRequests is what the pod asks for as a whole: its containers and
-// sidecars (restartable init containers) together, or the largest init
-// container run with the sidecars started before it, whichever is more.
+// lrPodSizing is how a Pod limit sees the pod as a whole, by
+// component-helpers: its containers and sidecars (restartable init
+// containers) together, or the largest init container run with the
+// sidecars started before it, whichever is more. As upstream's
+// LimitRanger, overhead and pod-level resources are not counted.
+var lrPodSizing = resourcehelper.PodResourcesOptions{ExcludeOverhead: true, SkipPodLevelResources: true}
+
+// lrPodRequests is what the pod asks for as a whole.
 func lrPodRequests(pod *corev1.Pod) corev1.ResourceList {
-	return lrPodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+	return resourcehelper.PodRequests(pod, lrPodSizing)
 }
 
 // lrPodLimits is lrPodRequests for limits.
 func lrPodLimits(pod *corev1.Pod) corev1.ResourceList {
-	return lrPodTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-}
-
-func lrPodTotal(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	total := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		lrAdd(total, of(&pod.Spec.Containers[i]))
-	}
-	sidecars, initMax := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			lrAdd(total, of(c))
-			lrAdd(sidecars, of(c))
-			lrMaxInto(initMax, sidecars)
-			continue
-		}
-		step := corev1.ResourceList{}
-		lrAdd(step, of(c))
-		lrAdd(step, sidecars)
-		lrMaxInto(initMax, step)
-	}
-	lrMaxInto(total, initMax)
-	return total
-}
-
-func lrAdd(list, add corev1.ResourceList) {
-	for k, q := range add {
-		if v, ok := list[k]; ok {
-			v.Add(q)
-			list[k] = v
-		} else {
-			list[k] = q.DeepCopy()
-		}
-	}
-}
-
-func lrMaxInto(list, other corev1.ResourceList) {
-	for k, q := range other {
-		if v, ok := list[k]; !ok || q.Cmp(v) > 0 {
-			list[k] = q.DeepCopy()
-		}
-	}
+	return resourcehelper.PodLimits(pod, lrPodSizing)
 }

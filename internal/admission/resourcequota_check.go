@@ -63,7 +63,7 @@ func rqHandles(a *Attributes) (quota.Measure, bool) {
 // and obj falls under all of q's scopes. Quota judges by status.hard, the
 // limits the controller has acknowledged, as upstream does.
 func rqCovers(q *corev1.ResourceQuota, m quota.Measure, obj runtime.Object) ([]corev1.ResourceName, bool, error) {
-	restricted := m.Matching(rqNames(q.Status.Hard))
+	restricted := m.Matching(quota.Names(q.Status.Hard))
 	if len(restricted) == 0 {
 		return nil, false, nil
 	}
@@ -139,7 +139,7 @@ func rqCheck(quotas []*corev1.ResourceQuota, a *Attributes, m quota.Measure, now
 	out, copied := quotas, false
 	for _, i := range covering {
 		q := quotas[i]
-		requested := rqRemoveZeros(rqMask(deltas[i], rqNames(q.Status.Hard)))
+		requested := rqRemoveZeros(rqMask(deltas[i], quota.Names(q.Status.Hard)))
 		if len(requested) == 0 {
 			continue
 		}
@@ -233,15 +233,6 @@ func rqMissingUsage(q *corev1.ResourceQuota, restricted []corev1.ResourceName) [
 
 // ResourceList arithmetic.
 
-func rqNames(l corev1.ResourceList) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(l))
-	for n := range l {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func rqMask(l corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, n := range names {
@@ -305,7 +296,7 @@ func rqNegative(l corev1.ResourceList) []corev1.ResourceName {
 // rqPretty: "limits.cpu=2,pods=1", sorted by name.
 func rqPretty(l corev1.ResourceList) string {
 	parts := make([]string, 0, len(l))
-	for _, n := range rqNames(l) {
+	for _, n := range quota.Names(l) {
 		q := l[n]
 		parts = append(parts, string(n)+"="+q.String())
 	}

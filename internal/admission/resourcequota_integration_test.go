@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 )
 
 // Quota admission through a real API server, with the quota controller
@@ -172,14 +173,13 @@ func TestResourceQuotaThroughTheAPI(t *testing.T) {
 			}
 		}
 		// The controller keeps trying; quota keeps holding.
-		time.Sleep(time.Second)
-		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods.Items) != 5 {
-			t.Fatalf("%d pods, want 5", len(pods.Items))
-		}
+		controllertest.Consistently(t, time.Second, func() (bool, string) {
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(pods.Items) == 5, fmt.Sprintf("%d pods, want 5", len(pods.Items))
+		})
 	})
 
 	t.Run("requests.cpu is charged and containers must state it", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -206,7 +207,7 @@ func (c *crdController) reconcile(ctx context.Context, writes bool) {
 			continue
 		}
 		c.updateStatus(ctx, crd, conflict)
-		if conflict == nil && !hasString(crd.Finalizers, registry.CRDCleanupFinalizer) {
+		if conflict == nil && !slices.Contains(crd.Finalizers, registry.CRDCleanupFinalizer) {
 			c.setFinalizer(ctx, crd, true)
 		}
 	}
@@ -224,16 +225,7 @@ func crdStatusCurrent(crd *apiextensionsv1.CustomResourceDefinition, conflict *c
 	}
 	est := crdCondition(&crd.Status, apiextensionsv1.Established)
 	return accepted != nil && accepted.Status == apiextensionsv1.ConditionTrue && est != nil && est.Status == apiextensionsv1.ConditionTrue &&
-		hasString(crd.Finalizers, registry.CRDCleanupFinalizer) && apiequality.Semantic.DeepEqual(crd.Status.AcceptedNames, crd.Spec.Names)
-}
-
-func hasString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+		slices.Contains(crd.Finalizers, registry.CRDCleanupFinalizer) && apiequality.Semantic.DeepEqual(crd.Status.AcceptedNames, crd.Spec.Names)
 }
 
 // crdConflict is why a definition's names are not accepted.
@@ -393,7 +385,7 @@ func customGroups(resources []*registry.Resource, builtin []groupVersions) []gro
 			idx[res.Group] = i
 			out = append(out, groupVersions{group: res.Group})
 		}
-		if !contains(out[i].versions, res.Version) {
+		if !slices.Contains(out[i].versions, res.Version) {
 			out[i].versions = append(out[i].versions, res.Version)
 		}
 	}

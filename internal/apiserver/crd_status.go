@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +106,7 @@ func crdSetCondition(st *apiextensionsv1.CustomResourceDefinitionStatus, cond ap
 // served table changed.
 func (c *crdController) terminate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) bool {
 	changed := false
-	if !hasString(crd.Finalizers, registry.CRDCleanupFinalizer) {
+	if !slices.Contains(crd.Finalizers, registry.CRDCleanupFinalizer) {
 		return c.unserve(crd.Name)
 	}
 	sv := c.served[crd.Name]

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -169,7 +170,7 @@ func New(cfg Config) (*Server, error) {
 			seen[res.Group] = i
 			s.groups = append(s.groups, groupVersions{group: res.Group})
 		}
-		if !contains(s.groups[i].versions, res.Version) {
+		if !slices.Contains(s.groups[i].versions, res.Version) {
 			s.groups[i].versions = append(s.groups[i].versions, res.Version)
 		}
 	}
@@ -238,9 +239,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if s.services != nil {
 		h := s.handlers[corev1.SchemeGroupVersion.WithResource("services")]
-		if err := s.services.repair(ctx, h.cache); err != nil {
+		if err := s.services.repair(ctx, h.cache, false); err != nil {
 			return fmt.Errorf("repair service allocations: %w", err)
 		}
+		go s.services.runRepair(ctx, h.cache, s.clock, repairInterval)
 	}
 	if s.crd != nil {
 		s.crd.reconcile(ctx, false)
@@ -253,15 +255,6 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) MarkReady() { close(s.ready) }
 
 func (s *Server) now() time.Time { return s.clock.Now() }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 type ctxKey int
 

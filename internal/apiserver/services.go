@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 
 	"github.com/rudder-dev/rudder/internal/storage"
 )
@@ -90,10 +92,26 @@ func (n ServiceNetwork) contains(ip netip.Addr) bool {
 }
 
 // serviceAllocator gives services their cluster IPs and node ports.
+//
+// An allocation is freed when the write that took it fails, when its
+// service lets it go, and otherwise by repair: a release that fails (etcd
+// unreachable, say) is logged and left to the next repair, which frees
+// every allocation no stored service holds. repair runs once before the
+// server serves and then every repairInterval, as upstream's allocator
+// repair controllers do.
 type serviceAllocator struct {
 	net   ServiceNetwork
 	store *storage.Store
+
+	// suspects are the allocations the last periodic repair found no
+	// service for. A write in flight allocates before its service is
+	// stored, so only allocations found leaked twice in a row are freed.
+	suspects map[string]bool
 }
+
+// repairInterval is how often leaked allocations are looked for
+// (upstream's is three minutes too).
+const repairInterval = 3 * time.Minute
 
 func serviceOwner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
 
@@ -101,11 +119,13 @@ func serviceOwner(svc *corev1.Service) string { return svc.Namespace + "/" + svc
 // function that releases what it took (for when the write fails).
 func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Service) (release func(), err error) {
 	var taken []string
+	owner := serviceOwner(svc)
 	release = func() {
+		// The request's context may be what failed; the release must
+		// still reach etcd.
+		ctx := context.WithoutCancel(ctx)
 		for _, key := range taken {
-			if kv, err := a.store.Get(context.Background(), key); err == nil {
-				a.store.Delete(context.Background(), key, kv.ModRevision)
-			}
+			a.free(ctx, key, owner)
 		}
 	}
 	defer func() {
@@ -113,7 +133,6 @@ func (a *serviceAllocator) allocate(ctx context.Context, svc, old *corev1.Servic
 			release()
 		}
 	}()
-	owner := serviceOwner(svc)
 	needsIP := svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone
 	if needsIP && (old == nil || old.Spec.ClusterIP == "" || old.Spec.Type == corev1.ServiceTypeExternalName) {
 		if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) > 0 {
@@ -256,20 +275,37 @@ func (a *serviceAllocator) releaseUnused(ctx context.Context, svc, old *corev1.S
 		}
 	}
 	for _, key := range keys {
-		if keep[key] {
-			continue
+		if !keep[key] {
+			a.free(ctx, key, serviceOwner(old))
 		}
-		kv, err := a.store.Get(ctx, key)
-		if err != nil || string(kv.Value) != serviceOwner(old) {
-			continue // someone else's now, or already gone
-		}
-		a.store.Delete(ctx, key, kv.ModRevision)
 	}
 }
 
-// repair frees allocations whose service no longer exists, which a crash
-// between allocating and storing (or deleting) a service leaves behind.
-func (a *serviceAllocator) repair(ctx context.Context, services *watchCache) error {
+// free releases key if owner still holds it. A key already gone or
+// taken by another service is left alone; any other failure is logged,
+// and the next repair frees the key.
+func (a *serviceAllocator) free(ctx context.Context, key, owner string) {
+	kv, err := a.store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return
+	}
+	if err == nil {
+		if string(kv.Value) != owner {
+			return
+		}
+		_, _, err = a.store.Delete(ctx, key, kv.ModRevision)
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+		slog.Warn("service allocation not released; the next repair frees it", "key", key, "owner", owner, "err", err)
+	}
+}
+
+// repair frees allocations no service holds, which a failed release or a
+// crash between allocating and storing (or deleting) a service leaves
+// behind. With settle, only those found leaked by the previous repair as
+// well are freed (see suspects); without, all are: for the first run,
+// before any write can be in flight.
+func (a *serviceAllocator) repair(ctx context.Context, services *watchCache, settle bool) error {
 	inUse := map[string]bool{}
 	items, _ := services.list(services.prefix, nil)
 	for _, o := range items {
@@ -279,19 +315,46 @@ func (a *serviceAllocator) repair(ctx context.Context, services *watchCache) err
 			inUse[portAllocPrefix+strconv.Itoa(int(p.NodePort))] = true
 		}
 	}
+	suspects := map[string]bool{}
+	var errs []error
 	for _, prefix := range []string{ipAllocPrefix, portAllocPrefix} {
 		list, err := a.store.List(ctx, prefix, "", 0, 0)
 		if err != nil {
 			return err
 		}
 		for _, kv := range list.KVs {
-			if !inUse[kv.Key] {
-				slog.Info("releasing leaked service allocation", "key", kv.Key, "owner", string(kv.Value))
-				a.store.Delete(ctx, kv.Key, kv.ModRevision)
+			if inUse[kv.Key] {
+				continue
+			}
+			if settle && !a.suspects[kv.Key] {
+				suspects[kv.Key] = true
+				continue
+			}
+			slog.Info("releasing leaked service allocation", "key", kv.Key, "owner", string(kv.Value))
+			if _, _, err := a.store.Delete(ctx, kv.Key, kv.ModRevision); err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+				suspects[kv.Key] = true // still leaked: free it next time
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	a.suspects = suspects
+	return errors.Join(errs...)
+}
+
+// runRepair repairs every interval until ctx ends.
+func (a *serviceAllocator) runRepair(ctx context.Context, services *watchCache, c clock.Clock, interval time.Duration) {
+	for {
+		t := c.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if err := a.repair(ctx, services, true); err != nil && ctx.Err() == nil {
+			slog.Warn("service allocation repair", "err", err)
+		}
+	}
 }
 
 // writeHooks let a resource take part in its writes beyond the strategy:

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func (h *resourceHandler) routePodSubresource(w http.ResponseWriter, r *http.Req
 		return false
 	}
 	info.served = true
-	if !contains(allowed, r.Method) {
+	if !slices.Contains(allowed, r.Method) {
 		h.s.writeError(w, r, methodNotAllowed(r, info))
 		return true
 	}

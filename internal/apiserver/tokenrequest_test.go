@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -358,8 +359,12 @@ func TestKubectlCreateTokenAndDiscovery(t *testing.T) {
 			x, _ := base64.RawURLEncoding.DecodeString(k.X)
 			y, _ := base64.RawURLEncoding.DecodeString(k.Y)
 			pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
-			sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
-			if err := jwt.SigningMethodES256.Verify(parts[0]+"."+parts[1], sig, pub); err != nil {
+			tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var claims jwt.Claims
+			if err := tok.Claims(pub, &claims); err != nil {
 				t.Fatalf("signature does not verify with the published key: %v", err)
 			}
 			verified = true

@@ -18,7 +18,9 @@ package auth
 //	                          "serviceaccount":{"name":"default","uid":…}},
 //	         "nbf":…,"sub":"system:serviceaccount:ns:default"}
 //
-// Keys are sorted at every level, as upstream's JOSE library writes them.
+// They are signed and verified with go-jose, upstream's JOSE library, so
+// keys are sorted at every level as upstream's are, and a signature no
+// key verifies fails with upstream's words.
 
 import (
 	"context"
@@ -30,18 +32,18 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/util/keyutil"
 	"k8s.io/utils/clock"
 )
 
@@ -183,8 +185,7 @@ func NewServiceAccountClaims(sa *corev1.ServiceAccount, bound BoundObjects, audi
 type TokenIssuer struct {
 	issuer string
 	key    crypto.Signer
-	method jwt.SigningMethod
-	keyID  string
+	signer jose.Signer
 }
 
 // NewTokenIssuer returns an issuer that names itself issuer in "iss" and
@@ -205,7 +206,12 @@ func NewTokenIssuer(issuer string, key crypto.Signer) (*TokenIssuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TokenIssuer{issuer: issuer, key: key, method: jwt.GetSigningMethod(alg), keyID: kid}, nil
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(alg), Key: key},
+		&jose.SignerOptions{ExtraHeaders: map[jose.HeaderKey]interface{}{"kid": kid}})
+	if err != nil {
+		return nil, fmt.Errorf("service-account token issuer: %w", err)
+	}
+	return &TokenIssuer{issuer: issuer, key: key, signer: signer}, nil
 }
 
 // Issuer is the "iss" of the tokens this issuer signs.
@@ -217,36 +223,11 @@ func (i *TokenIssuer) PublicKey() crypto.PublicKey { return i.key.Public() }
 // Sign sets c.Issuer and returns the signed, compact-serialized token.
 func (i *TokenIssuer) Sign(c *ServiceAccountClaims) (string, error) {
 	c.Issuer = i.issuer
-	header, err := sortedJSON(map[string]string{"alg": i.method.Alg(), "kid": i.keyID})
-	if err != nil {
-		return "", err
-	}
-	payload, err := sortedJSON(c)
-	if err != nil {
-		return "", err
-	}
-	signing := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := i.method.Sign(signing, i.key)
+	token, err := jwt.Signed(i.signer).Claims(c).Serialize()
 	if err != nil {
 		return "", fmt.Errorf("sign service-account token: %w", err)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
-}
-
-// sortedJSON encodes v with object keys sorted at every depth, by a round
-// trip through maps (encoding/json sorts map keys); numbers stay exact.
-func sortedJSON(v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return nil, err
-	}
-	return json.Marshal(generic)
+	return token, nil
 }
 
 // KeyID is upstream's "kid" for a public key: the unpadded base64url
@@ -280,42 +261,20 @@ func SigningAlgorithm(pub crypto.PublicKey) (string, error) {
 	return "", fmt.Errorf("service-account key: unsupported key type %T (want RSA or ECDSA)", pub)
 }
 
-// ParsePublicKeys reads every public key (PKIX "PUBLIC KEY", or "RSA
-// PUBLIC KEY") and certificate in PEM data, as --service-account-key-file
-// does; pki's sa.pub is one such file.
+// ParsePublicKeys reads every public key in PEM data as upstream reads
+// --service-account-key-file (client-go keyutil): PKIX public keys,
+// certificates, and the public halves of RSA and ECDSA private keys. pki's
+// sa.pub is one such file.
 func ParsePublicKeys(data []byte) ([]crypto.PublicKey, error) {
-	var keys []crypto.PublicKey
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		switch block.Type {
-		case "PUBLIC KEY":
-			k, err := x509.ParsePKIXPublicKey(block.Bytes)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
-		case "RSA PUBLIC KEY":
-			k, err := x509.ParsePKCS1PublicKey(block.Bytes)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
-		case "CERTIFICATE":
-			c, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, c.PublicKey)
-		}
+	keys, err := keyutil.ParsePublicKeysPEM(data)
+	if err != nil {
+		return nil, err
 	}
-	if len(keys) == 0 {
-		return nil, errors.New("no public keys found in PEM data")
+	out := make([]crypto.PublicKey, len(keys))
+	for i, k := range keys {
+		out[i] = k
 	}
-	return keys, nil
+	return out, nil
 }
 
 // ServiceAccountObjects is where the token authenticator, and the API
@@ -378,9 +337,11 @@ func NewServiceAccountTokenAuthenticator(cfg ServiceAccountTokenConfig) (*Servic
 	return &ServiceAccountTokenAuthenticator{cfg: cfg}, nil
 }
 
-// errBadSignature is what upstream's JOSE library says of a signature no
-// key verifies; clients and tests see it in TokenReview status.error.
-var errBadSignature = errors.New("go-jose/go-jose: error in cryptographic primitive")
+// tokenAlgorithms are the signatures a token may carry: those of RSA and
+// ECDSA keys.
+var tokenAlgorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.PS384, jose.PS512,
+}
 
 // AuthenticateToken implements TokenAuthenticator, in upstream's order:
 //
@@ -435,65 +396,35 @@ func (a *ServiceAccountTokenAuthenticator) AuthenticateToken(ctx context.Context
 // unverifiedIssuer reads "iss" without checking anything, only to decide
 // whether the token is ours to judge. Nothing else may trust it.
 func unverifiedIssuer(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	tok, err := jwt.ParseSigned(token, tokenAlgorithms)
 	if err != nil {
 		return ""
 	}
-	var c struct {
-		Issuer string `json:"iss"`
-	}
-	if json.Unmarshal(payload, &c) != nil {
+	var c jwt.Claims
+	if tok.UnsafeClaimsWithoutVerification(&c) != nil {
 		return ""
 	}
 	return c.Issuer
 }
 
-// verify checks the signature and decodes the claims. A token that does
-// not even parse as a JWS is nil, nil: not ours, as upstream treats it.
+// verify checks the signature with each key in turn and decodes the
+// claims. A token that does not even parse as a JWS is nil, nil: not
+// ours, as upstream treats it.
 func (a *ServiceAccountTokenAuthenticator) verify(token string) (*ServiceAccountClaims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return nil, nil
-	}
-	headerJSON, err1 := base64.RawURLEncoding.DecodeString(parts[0])
-	sig, err2 := base64.RawURLEncoding.DecodeString(parts[2])
-	var header struct {
-		Alg string `json:"alg"`
-	}
-	if err1 != nil || err2 != nil || json.Unmarshal(headerJSON, &header) != nil {
-		return nil, nil
-	}
-	method := jwt.GetSigningMethod(header.Alg)
-	if method == nil || !strings.HasPrefix(header.Alg, "RS") && !strings.HasPrefix(header.Alg, "ES") && !strings.HasPrefix(header.Alg, "PS") {
-		return nil, nil
-	}
-	signing := parts[0] + "." + parts[1]
-	var errs []error
-	verified := false
-	for _, k := range a.cfg.Keys {
-		if err := method.Verify(signing, sig, k); err != nil {
-			errs = append(errs, errBadSignature)
-			continue
-		}
-		verified = true
-		break
-	}
-	if !verified {
-		return nil, utilerrors.NewAggregate(errs)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	tok, err := jwt.ParseSigned(token, tokenAlgorithms)
 	if err != nil {
 		return nil, nil
 	}
-	var c ServiceAccountClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, nil
+	var errs []error
+	for _, k := range a.cfg.Keys {
+		var c ServiceAccountClaims
+		if err := tok.Claims(k, &c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return &c, nil
 	}
-	return &c, nil
+	return nil, utilerrors.NewAggregate(errs)
 }
 
 // validate checks times and the objects the token names, and builds the

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
 	"github.com/rudder-dev/rudder/internal/controller"
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 )
 
 func TestEnabled(t *testing.T) {
@@ -173,10 +175,10 @@ func TestRunManagerRestartsFailedRunnables(t *testing.T) {
 	if steady.running.Load() != 1 {
 		t.Fatal("the healthy controller stopped")
 	}
-	time.Sleep(300 * time.Millisecond)
-	if failing.Load() != 3 || panicking.Load() != 2 {
-		t.Fatalf("a runnable that is running again was restarted: failing %d panicking %d", failing.Load(), panicking.Load())
-	}
+	controllertest.Consistently(t, 300*time.Millisecond, func() (bool, string) {
+		return failing.Load() == 3 && panicking.Load() == 2,
+			fmt.Sprintf("a runnable that is running again was restarted: failing %d panicking %d", failing.Load(), panicking.Load())
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("RunManager: %v", err)
@@ -235,10 +237,9 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatal("the only candidate did not start its controllers")
 	}
 	b := start("manager-b")
-	time.Sleep(time.Second) // many retry periods
-	if b.runs.Load() != 0 {
-		t.Fatal("the standby runs controllers while the leader holds the lease")
-	}
+	controllertest.Consistently(t, time.Second, func() (bool, string) { // many retry periods
+		return b.runs.Load() == 0, "the standby runs controllers while the leader holds the lease"
+	})
 	l, err := c.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(context.Background(), lease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -34,10 +34,10 @@ var mayImport = map[kind][]kind{
 }
 
 // layers is the one table: every package of the module, by path relative
-// to the module, longest match first. A path matches itself and the
-// packages below it; a path ending in "/*" makes each directory below it
-// its own component (every controller is one). Components sharing a
-// name are one component in several packages.
+// to the module; the longest matching path wins. A path matches itself
+// and the packages below it; a path ending in "/*" makes each directory
+// below it its own component (every controller is one). Components
+// sharing a name are one component in several packages.
 var layers = []struct {
 	path string
 	kind kind
@@ -69,7 +69,6 @@ var layers = []struct {
 	{"internal/pki", leaf, ""},                 // cluster certificates
 	{"internal/quota", leaf, ""},               // what a ResourceQuota charges (admission, controller)
 	{"internal/serviceendpoints", leaf, ""},    // pod membership of a Service (endpoints, endpointslice)
-	{"internal/controller/controllertest", testSupport, ""},
 
 	// Wiring: starts components in one process.
 	{"cmd", wiring, ""},
@@ -80,6 +79,7 @@ var layers = []struct {
 
 	// Test support: stands clusters up; only tests import it.
 	{"internal/clustertest", testSupport, ""},
+	{"internal/controller/controllertest", testSupport, ""},
 }
 
 // class is where a package sits: its kind and, for a component, which.

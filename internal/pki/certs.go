@@ -14,6 +14,9 @@ import (
 	"math/big"
 	"net"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // backdate keeps a freshly issued certificate valid on machines whose
@@ -133,64 +136,36 @@ func newSerial() (*big.Int, error) {
 	return n, nil
 }
 
-// parseKey accepts the encodings openssl and other tools commonly write,
-// so that an operator can drop in their own CA or service-account key.
+// parseKey accepts the encodings openssl and other tools commonly write
+// (PKCS#8, SEC 1 EC, PKCS#1 RSA; an "EC PARAMETERS" block before the key
+// is skipped), as client-go's keyutil reads them, so that an operator can
+// drop in their own CA or service-account key.
 func parseKey(data []byte) (crypto.Signer, error) {
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			return nil, errors.New("no private key PEM block")
+	key, err := keyutil.ParsePrivateKeyPEM(data)
+	if err != nil {
+		return nil, err
+	}
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		return k, nil
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < 2048 {
+			return nil, fmt.Errorf("RSA key has %d bits, need at least 2048", k.N.BitLen())
 		}
-		var key any
-		var err error
-		switch block.Type {
-		case "PRIVATE KEY":
-			key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-		case "EC PRIVATE KEY":
-			key, err = x509.ParseECPrivateKey(block.Bytes)
-		case "RSA PRIVATE KEY":
-			key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-		default:
-			// openssl ecparam puts an "EC PARAMETERS" block first.
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch k := key.(type) {
-		case *ecdsa.PrivateKey:
-			return k, nil
-		case *rsa.PrivateKey:
-			if k.N.BitLen() < 2048 {
-				return nil, fmt.Errorf("RSA key has %d bits, need at least 2048", k.N.BitLen())
-			}
-			return k, nil
-		default:
-			return nil, fmt.Errorf("unsupported key type %T (want ECDSA or RSA)", key)
-		}
+		return k, nil
+	default:
+		return nil, fmt.Errorf("unsupported key type %T (want ECDSA or RSA)", key)
 	}
 }
 
 // parsePair parses the first certificate in certPEM and checks that keyPEM
 // holds its private half.
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
-	var cert *x509.Certificate
-	for rest := certPEM; cert == nil; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			return nil, nil, errors.New("no CERTIFICATE PEM block")
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, nil, err
-		}
-		cert = c
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, nil, err
 	}
+	cert := certs[0]
 	key, err := parseKey(keyPEM)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // What a pod costs in quota, and which scopes it falls under.
@@ -66,7 +67,7 @@ func PodUsage(pod *corev1.Pod, now time.Time) (corev1.ResourceList, time.Time) {
 	if !charged {
 		return out, time.Time{}
 	}
-	requests, limits := podRequests(pod), podLimits(pod)
+	requests, limits := resourcehelper.PodRequests(pod, podSizing), resourcehelper.PodLimits(pod, podSizing)
 	out[corev1.ResourcePods] = one()
 	for _, pair := range []struct{ bare, req, lim corev1.ResourceName }{
 		{corev1.ResourceCPU, corev1.ResourceRequestsCPU, corev1.ResourceLimitsCPU},
@@ -93,126 +94,15 @@ func PodUsage(pod *corev1.Pod, now time.Time) (corev1.ResourceList, time.Time) {
 	return out, until
 }
 
-// podRequests is what the pod asks for as the kubelet sizes it: the
-// larger of the steady state (app containers plus sidecars) and the peak
-// of the init sequence (each init container plus the sidecars started
-// before it), pod-level requests in place of the containers' for the
-// resources they name, plus the pod overhead. A container being resized
-// counts at the larger of its spec and what its status reports.
-func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	statuses := containerStatuses(pod)
-	reqs := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		addTo(reqs, containerRequests(c, statuses[c.Name]))
-	}
-	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		r := containerRequests(c, statuses[c.Name])
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(reqs, r)
-			addTo(sidecars, r)
-			maxInto(initPeak, sidecars)
-			continue
-		}
-		step := corev1.ResourceList{}
-		addTo(step, r)
-		addTo(step, sidecars)
-		maxInto(initPeak, step)
-	}
-	maxInto(reqs, initPeak)
-	if pod.Spec.Resources != nil {
-		for name, q := range pod.Spec.Resources.Requests {
-			if podLevelResource(name) {
-				reqs[name] = q
-			}
-		}
-	}
-	addTo(reqs, pod.Spec.Overhead)
-	return reqs
-}
-
-// podLimits sums limits the same way. The overhead is added only to the
-// limits that are set: a pod without a memory limit has none, overhead
-// or not.
-func podLimits(pod *corev1.Pod) corev1.ResourceList {
-	statuses := containerStatuses(pod)
-	lims := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		addTo(lims, containerLimits(c, statuses[c.Name]))
-	}
-	sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		l := containerLimits(c, statuses[c.Name])
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(lims, l)
-			addTo(sidecars, l)
-			maxInto(initPeak, sidecars)
-			continue
-		}
-		step := corev1.ResourceList{}
-		addTo(step, l)
-		addTo(step, sidecars)
-		maxInto(initPeak, step)
-	}
-	maxInto(lims, initPeak)
-	if pod.Spec.Resources != nil {
-		for name, q := range pod.Spec.Resources.Limits {
-			if podLevelResource(name) {
-				lims[name] = q
-			}
-		}
-	}
-	for name, q := range pod.Spec.Overhead {
-		if cur, ok := lims[name]; ok {
-			cur.Add(q)
-			lims[name] = cur
-		}
-	}
-	return lims
-}
-
-// podLevelResource: the resources pod-level requests and limits may set.
-func podLevelResource(name corev1.ResourceName) bool {
-	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
-func containerStatuses(pod *corev1.Pod) map[string]*corev1.ContainerStatus {
-	m := map[string]*corev1.ContainerStatus{}
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			m[list[i].Name] = &list[i]
-		}
-	}
-	return m
-}
-
-// containerRequests: while an in-place resize is under way the spec and
-// the status disagree; quota charges the larger, so that neither the
-// old nor the new size escapes it.
-func containerRequests(c *corev1.Container, st *corev1.ContainerStatus) corev1.ResourceList {
-	if st == nil || st.Resources == nil {
-		return c.Resources.Requests
-	}
-	out := corev1.ResourceList{}
-	maxInto(out, c.Resources.Requests)
-	maxInto(out, st.Resources.Requests)
-	maxInto(out, st.AllocatedResources)
-	return out
-}
-
-func containerLimits(c *corev1.Container, st *corev1.ContainerStatus) corev1.ResourceList {
-	if st == nil || st.Resources == nil {
-		return c.Resources.Limits
-	}
-	out := corev1.ResourceList{}
-	maxInto(out, c.Resources.Limits)
-	maxInto(out, st.Resources.Limits)
-	return out
-}
+// podSizing is how quota sizes a pod, as upstream's quota does, with
+// component-helpers: the larger of the steady state (app containers plus
+// sidecars) and the peak of the init sequence (each init container plus
+// the sidecars started before it), pod-level resources in place of the
+// containers' for the resources they name, plus the pod overhead (on
+// limits, only where a limit is set). A container being resized counts
+// at the larger of its spec and what its status reports, so that neither
+// the old nor the new size escapes quota.
+var podSizing = resourcehelper.PodResourcesOptions{UseStatusResources: true}
 
 // podMatchesScope reports whether pod falls under one scope requirement
 // (a spec.scopes entry is the requirement with operator Exists).

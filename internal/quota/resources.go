@@ -25,16 +25,6 @@ func addTo(a, b corev1.ResourceList) {
 	}
 }
 
-// maxInto sets a[name] to the larger of a[name] and b[name], for every
-// name in b.
-func maxInto(a, b corev1.ResourceList) {
-	for name, q := range b {
-		if cur, ok := a[name]; !ok || q.Cmp(cur) > 0 {
-			a[name] = q.DeepCopy()
-		}
-	}
-}
-
 // mask keeps the entries of list whose names are in names.
 func mask(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -60,7 +50,7 @@ func EqualLists(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// names returns list's names, sorted.
+// Names returns list's names, sorted.
 func Names(list corev1.ResourceList) []corev1.ResourceName {
 	out := make([]corev1.ResourceName, 0, len(list))
 	for n := range list {

@@ -14,12 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/storage"
 )
 
@@ -148,15 +148,19 @@ func wantStatus(t *testing.T, err error, code int32, reason metav1.StatusReason)
 	return st
 }
 
-// eventually polls cond until it holds or the deadline passes. State the
-// server reaches asynchronously is waited for this way, never by sleeping.
+// eventually polls cond with the shared controllertest.Eventually until it
+// holds or the deadline passes; an error from cond fails the test at once.
+// State the server reaches asynchronously is waited for this way, never by
+// sleeping.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	controllertest.Eventually(t, timeout, func() (bool, string) {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return ok, what
+	})
 }
 
 // warningRecorder collects the Warning headers client-go sees.

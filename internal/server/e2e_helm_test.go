@@ -110,7 +110,7 @@ func TestHelm(t *testing.T) {
 	})
 	t.Run("rollback", func(t *testing.T) {
 		run(t, "rollback", "demo", "1", "--wait", "--timeout", "90s")
-		eventuallyCluster(t, 30*time.Second, "deployment back to 2 ready replicas", func() (bool, error) {
+		eventually(t, 30*time.Second, "deployment back to 2 ready replicas", func() (bool, error) {
 			d, err := cs.AppsV1().Deployments("default").Get(ctx, "demo-web", metav1.GetOptions{})
 			return err == nil && d.Status.ReadyReplicas == 2 && d.Status.Replicas == 2, err
 		})

@@ -116,7 +116,7 @@ spec:
 	t.Run("create token", func(t *testing.T) {
 		// The serviceaccount controller makes "default"; a token for it is
 		// a JWT the server then accepts.
-		eventuallyCluster(t, kubectlTimeout, "default service account", func() (bool, error) {
+		eventually(t, kubectlTimeout, "default service account", func() (bool, error) {
 			return k.run(t, "", "get", "sa", "default").code == 0, nil
 		})
 		tok := strings.TrimSpace(k.ok(t, "create", "token", "default", "--duration=10m"))

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 )
 
 // The whole control plane as a user meets it: API server, scheduler,
@@ -65,13 +67,18 @@ func TestClusterWorkloadsWithKubectl(t *testing.T) {
 		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
 		k.ok(t, "rollout", "pause", "deploy/web")
 		k.ok(t, "set", "image", "deploy/web", "nginx=nginx:1.28")
-		time.Sleep(500 * time.Millisecond)
-		rss, _ := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		for _, rs := range rss.Items {
-			if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" {
-				t.Errorf("paused deployment created replica set %s", rs.Name)
+		controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) {
+			rss, err := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				return false, err.Error()
 			}
-		}
+			for _, rs := range rss.Items {
+				if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" {
+					return false, "paused deployment created replica set " + rs.Name
+				}
+			}
+			return true, ""
+		})
 		k.ok(t, "rollout", "resume", "deploy/web")
 		k.ok(t, "rollout", "status", "deploy/web", "--timeout=60s")
 		pods, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
@@ -88,7 +95,7 @@ func TestClusterWorkloadsWithKubectl(t *testing.T) {
 
 	t.Run("a service gets endpoints of its ready pods", func(t *testing.T) {
 		k.ok(t, "expose", "deploy/web", "--port=80")
-		eventuallyCluster(t, 20*time.Second, "6 endpoints", func() (bool, error) {
+		eventually(t, 20*time.Second, "6 endpoints", func() (bool, error) {
 			ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "web", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
@@ -106,7 +113,7 @@ func TestClusterWorkloadsWithKubectl(t *testing.T) {
 
 	t.Run("every namespace gets a default service account and the root CA", func(t *testing.T) {
 		k.ok(t, "create", "namespace", "team-a")
-		eventuallyCluster(t, 10*time.Second, "default SA and kube-root-ca.crt", func() (bool, error) {
+		eventually(t, 10*time.Second, "default SA and kube-root-ca.crt", func() (bool, error) {
 			_, err1 := cs.CoreV1().ServiceAccounts("team-a").Get(ctx, "default", metav1.GetOptions{})
 			_, err2 := cs.CoreV1().ConfigMaps("team-a").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 			return err1 == nil && err2 == nil, nil
@@ -125,7 +132,7 @@ func TestClusterWorkloadsWithKubectl(t *testing.T) {
 
 	t.Run("deleting a deployment deletes its replica sets and pods", func(t *testing.T) {
 		k.ok(t, "delete", "deploy/web")
-		eventuallyCluster(t, 30*time.Second, "web pods gone", func() (bool, error) {
+		eventually(t, 30*time.Second, "web pods gone", func() (bool, error) {
 			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 			if err != nil {
 				return false, err
@@ -155,11 +162,6 @@ spec:
       - name: nginx
         image: %[2]s
 `, name, image, replicas)
-}
-
-func eventuallyCluster(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	eventually(t, timeout, what, cond)
 }
 
 // podBoundsWatch follows pods of a selector and records the fewest ready

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/rudder-dev/rudder/internal/controller/controllertest"
 	"github.com/rudder-dev/rudder/internal/server"
 	"github.com/rudder-dev/rudder/internal/simnode"
 )
@@ -82,14 +82,17 @@ func startFleet(t testing.TB, cfg simnode.Config) *simnode.Fleet {
 	return f
 }
 
-// eventually polls cond until it holds or the timeout passes.
+// eventually polls cond with the shared controllertest.Eventually until it
+// holds or the timeout passes; an error from cond fails the test at once.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	controllertest.Eventually(t, timeout, func() (bool, string) {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return ok, what
+	})
 }
 
 func renewTime(t *testing.T, cs kubernetes.Interface, node string) time.Time {

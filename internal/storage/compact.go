@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -64,6 +65,8 @@ func (s *Store) Compact(ctx context.Context, interval time.Duration) {
 // CompactNow compacts history up to rev immediately. Tests use it to make
 // old resource versions expire.
 func (s *Store) CompactNow(ctx context.Context, rev int64) error {
-	_, err := s.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
-	return err
+	if _, err := s.cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return fmt.Errorf("storage: compact to revision %d: %w", rev, err)
+	}
+	return nil
 }

@@ -47,11 +47,11 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 	}
 	clientURL, err := freeLoopbackURL()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("embedded etcd: client port: %w", err)
 	}
 	peerURL, err := freeLoopbackURL()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("embedded etcd: peer port: %w", err)
 	}
 	ec := embed.NewConfig()
 	ec.Name = "rudder"

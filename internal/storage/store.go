@@ -23,6 +23,20 @@ var (
 	ErrFuture    = errors.New("resource version is in the future")
 )
 
+// Error is a failed store operation: what was done, on which key (or
+// prefix), and why. Err is one of the classes above or etcd's own error,
+// so errors.Is finds ErrConflict, rpctypes.ErrCompacted or
+// context.DeadlineExceeded through it.
+type Error struct {
+	Op  string // create, get, update, delete, list, count, current_revision
+	Key string
+	Err error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("storage: %s %s: %v", e.Op, e.Key, e.Err) }
+
+func (e *Error) Unwrap() error { return e.Err }
+
 // KV is one stored object: its key, encoded value and revisions.
 type KV struct {
 	Key         string
@@ -68,10 +82,10 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 		Then(clientv3.OpPut(key, string(value))).
 		Commit()
 	if err != nil {
-		return 0, err
+		return 0, &Error{"create", key, err}
 	}
 	if !resp.Succeeded {
-		return 0, ErrExists
+		return 0, &Error{"create", key, ErrExists}
 	}
 	return resp.Header.Revision, nil
 }
@@ -81,10 +95,10 @@ func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
 	defer observe("get", time.Now())
 	resp, err := s.cli.Get(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, &Error{"get", key, err}
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, ErrNotFound
+		return nil, &Error{"get", key, ErrNotFound}
 	}
 	return kv(resp.Kvs[0]), nil
 }
@@ -101,11 +115,11 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, modRevisio
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, &Error{"update", key, err}
 	}
 	if !resp.Succeeded {
 		cur, err := current(resp)
-		return 0, cur, err
+		return 0, cur, &Error{"update", key, err}
 	}
 	return resp.Header.Revision, nil, nil
 }
@@ -120,11 +134,11 @@ func (s *Store) Delete(ctx context.Context, key string, modRevision int64) (int6
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, &Error{"delete", key, err}
 	}
 	if !resp.Succeeded {
 		cur, err := current(resp)
-		return 0, cur, err
+		return 0, cur, &Error{"delete", key, err}
 	}
 	return resp.Header.Revision, nil, nil
 }
@@ -158,7 +172,7 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 		startKey = prefix
 	}
 	if !strings.HasPrefix(startKey, prefix) {
-		return nil, fmt.Errorf("list start key %q outside prefix %q", startKey, prefix)
+		return nil, &Error{"list", startKey, fmt.Errorf("start key outside prefix %q", prefix)}
 	}
 	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
 	if rev > 0 {
@@ -169,7 +183,7 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 	}
 	resp, err := s.cli.Get(ctx, startKey, opts...)
 	if err != nil {
-		return nil, mapRevErr(err)
+		return nil, &Error{"list", startKey, mapRevErr(err)}
 	}
 	out := &ListResult{KVs: make([]*KV, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More, Count: resp.Count}
 	if rev > 0 {
@@ -185,7 +199,7 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, err
+		return 0, &Error{"count", prefix, err}
 	}
 	return resp.Count, nil
 }
@@ -196,7 +210,7 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	defer observe("current_revision", time.Now())
 	resp, err := s.cli.Get(ctx, compactKey, clientv3.WithCountOnly())
 	if err != nil {
-		return 0, err
+		return 0, &Error{"current_revision", compactKey, err}
 	}
 	return resp.Header.Revision, nil
 }
@@ -204,9 +218,9 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 func mapRevErr(err error) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
-		return fmt.Errorf("%w: %v", ErrCompacted, err)
+		return fmt.Errorf("%w: %w", ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
-		return fmt.Errorf("%w: %v", ErrFuture, err)
+		return fmt.Errorf("%w: %w", ErrFuture, err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,40 @@ func TestStoreCompareAndSwap(t *testing.T) {
 			t.Fatalf("want ErrNotFound, got %v", err)
 		}
 	})
+}
+
+// TestStoreErrorsNameTheKey: every failure says which key it was about
+// and keeps its cause, a class or etcd's own error, for errors.Is.
+func TestStoreErrorsNameTheKey(t *testing.T) {
+	s := newTestStore(t)
+	key := Key("", "configmaps", "default", "b")
+	if _, err := s.Create(t.Context(), key, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		op   func() error
+		is   error
+	}{
+		{"exists", func() error { _, err := s.Create(t.Context(), key, nil); return err }, ErrExists},
+		{"not found", func() error { _, err := s.Get(t.Context(), key+"-gone"); return err }, ErrNotFound},
+		{"conflict", func() error { _, _, err := s.Update(t.Context(), key, nil, 1); return err }, ErrConflict},
+		{"etcd's error", func() error { _, err := s.Get(cancelled, key); return err }, context.Canceled},
+		{"list", func() error { _, err := s.List(cancelled, key, "", 0, 0); return err }, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.op()
+			if !errors.Is(err, tc.is) {
+				t.Fatalf("error %v, want one that is %v", err, tc.is)
+			}
+			var se *Error
+			if !errors.As(err, &se) || !strings.HasPrefix(se.Key, key) || !strings.Contains(err.Error(), key) {
+				t.Fatalf("error %q does not name key %s", err, key)
+			}
+		})
+	}
 }
 
 // TestStoreNoLostUpdate: concurrent read-modify-write loops that retry on

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,14 +47,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 		wch := s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRev+1), clientv3.WithProgressNotify())
 		for resp := range wch {
 			if resp.CompactRevision != 0 {
-				errc <- fmt.Errorf("%w: watch from %d, compacted at %d", ErrCompacted, fromRev, resp.CompactRevision)
+				errc <- &Error{"watch", prefix, fmt.Errorf("%w: watch from %d, compacted at %d", ErrCompacted, fromRev, resp.CompactRevision)}
 				return
 			}
 			if err := resp.Err(); err != nil {
-				if errors.Is(err, rpctypes.ErrCompacted) {
-					err = fmt.Errorf("%w: %v", ErrCompacted, err)
-				}
-				errc <- err
+				errc <- &Error{"watch", prefix, mapRevErr(err)}
 				return
 			}
 			var batch Batch
@@ -85,7 +81,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 			errc <- ctx.Err()
 			return
 		}
-		errc <- errors.New("etcd watch closed")
+		errc <- &Error{"watch", prefix, errors.New("etcd watch closed")}
 	}()
 	return out, errc
 }

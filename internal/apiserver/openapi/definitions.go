@@ -3,6 +3,7 @@ package openapi
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -88,7 +89,7 @@ func newKindNamer(s *runtime.Scheme) *kindNamer {
 			continue
 		}
 		name := modelName(t)
-		if !containsGVK(n.gvks[name], gvk) {
+		if !slices.Contains(n.gvks[name], gvk) {
 			n.gvks[name] = append(n.gvks[name], gvk)
 		}
 	}
@@ -105,15 +106,6 @@ func newKindNamer(s *runtime.Scheme) *kindNamer {
 		})
 	}
 	return n
-}
-
-func containsGVK(list []schema.GroupVersionKind, gvk schema.GroupVersionKind) bool {
-	for _, g := range list {
-		if g == gvk {
-			return true
-		}
-	}
-	return false
 }
 
 // modelName is the definition name of a Go type: what its OpenAPIModelName

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestSchemas(t *testing.T) {
 				}
 				continue
 			}
-			if !containsGVK(gvksOf(t, s.Extensions), gvk) {
+			if !slices.Contains(gvksOf(t, s.Extensions), gvk) {
 				t.Errorf("%s does not list %v", name, gvk)
 			}
 		}

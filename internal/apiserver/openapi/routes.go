@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -131,7 +132,7 @@ func resourceRoutes(root string, res Resource) ([]*route, error) {
 		return nil, err
 	}
 	var list interface{}
-	if hasVerb(res.Verbs, "list") {
+	if slices.Contains(res.Verbs, "list") {
 		if list, err = newObject(schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind + "List"}); err != nil {
 			return nil, err
 		}
@@ -170,7 +171,7 @@ func routesFor(res Resource, sub string, verbs []string, root string, k resource
 	if k.gvk.Empty() {
 		k.gvk = schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
 	}
-	has := func(v string) bool { return hasVerb(verbs, v) }
+	has := func(v string) bool { return slices.Contains(verbs, v) }
 	nameParam := pathParam("name", "name of the "+k.nameKind)
 
 	prefix, watchPrefix := root+"/", root+"/watch/"
@@ -309,15 +310,6 @@ func actionRoute(res Resource, sub string, watchable bool, a action, k resourceK
 	return r
 }
 
-func hasVerb(verbs []string, v string) bool {
-	for _, x := range verbs {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // newObject returns a value (not a pointer) of the Go type of gvk: the
 // builders name a definition after the type of the sample they are given.
 func newObject(gvk schema.GroupVersionKind) (interface{}, error) {
@@ -364,7 +356,7 @@ func optionParams(opts interface{}, exclude ...string) []*parameter {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" || hasVerb(exclude, name) {
+		if name == "" || name == "-" || slices.Contains(exclude, name) {
 			continue
 		}
 		typ := queryType(f.Type)

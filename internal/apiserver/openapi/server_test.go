@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestServer(t *testing.T) {
 				if !hasKindSchema(doc, gvk) {
 					t.Errorf("%s: no schema with x-kubernetes-group-version-kind %v", res.Name, gvk)
 				}
-				if contains(res.Verbs, "patch") && !patchTakes(doc, gvk, "fieldValidation") {
+				if slices.Contains(res.Verbs, "patch") && !patchTakes(doc, gvk, "fieldValidation") {
 					t.Errorf("%s: no PATCH of %v takes fieldValidation", res.Name, gvk)
 				}
 			}
@@ -289,15 +290,6 @@ func gvkList(ext spec.Extensions) []schema.GroupVersionKind {
 		return nil
 	}
 	return list
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // kubectl runs the real kubectl ($KUBECTL, or the one on PATH) against the

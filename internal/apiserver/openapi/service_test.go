@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestV2(t *testing.T) {
 	if !ok {
 		t.Fatal("no definition io.k8s.api.apps.v1.Deployment")
 	}
-	if gvks := gvksOf(t, dep.Extensions); !containsGVK(gvks, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) {
+	if gvks := gvksOf(t, dep.Extensions); !slices.Contains(gvks, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) {
 		t.Errorf("Deployment's x-kubernetes-group-version-kind = %v", gvks)
 	}
 	item := doc.Paths.Paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]

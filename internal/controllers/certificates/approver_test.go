@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,16 +108,18 @@ func TestApprover(t *testing.T) {
 		// has had its turn at the others.
 		nodeRequest(t, bootstrap, "control", "n6")
 		waitApproved(t, "control", "Auto approving kubelet client certificate after SubjectAccessReview.")
-		time.Sleep(300 * time.Millisecond)
-		for _, name := range []string{"stranger-n4", "bad-usages", "bootstrap-user-cert"} {
-			got, err := csrs.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
+		controllertest.Consistently(t, 300*time.Millisecond, func() (bool, string) {
+			for _, name := range []string{"stranger-n4", "bad-usages", "bootstrap-user-cert"} {
+				got, err := csrs.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				if len(got.Status.Conditions) != 0 || len(got.Status.Certificate) != 0 {
+					return false, fmt.Sprintf("%s was decided: %s", name, conditionsOf(got))
+				}
 			}
-			if len(got.Status.Conditions) != 0 || len(got.Status.Certificate) != 0 {
-				t.Errorf("%s was decided: %s", name, conditionsOf(got))
-			}
-		}
+			return true, ""
+		})
 	})
 
 	t.Run("a later grant is honoured", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -106,16 +107,18 @@ func TestSigner(t *testing.T) {
 		// signer has seen mallory denied.
 		approve(t, "control")
 		waitIssued(t, c.Client, "control")
-		time.Sleep(200 * time.Millisecond)
-		for _, name := range []string{"mallory", "pending"} {
-			got, err := csrs.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
+		controllertest.Consistently(t, 200*time.Millisecond, func() (bool, string) {
+			for _, name := range []string{"mallory", "pending"} {
+				got, err := csrs.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				if len(got.Status.Certificate) > 0 {
+					return false, fmt.Sprintf("%s was issued a certificate; conditions %s", name, conditionsOf(got))
+				}
 			}
-			if len(got.Status.Certificate) > 0 {
-				t.Errorf("%s was issued a certificate; conditions %s", name, conditionsOf(got))
-			}
-		}
+			return true, ""
+		})
 		if out := controllertest.KubectlOutput(t, c.Server.Kubeconfig, "get", "csr", "mallory", "--no-headers"); !strings.HasSuffix(strings.TrimSpace(out), "Denied") {
 			t.Errorf("kubectl get csr mallory: %q", out)
 		}
@@ -228,10 +231,13 @@ func TestSigner(t *testing.T) {
 		}
 		approve(t, "ext-control")
 		waitIssued(t, c.Client, "ext-control")
-		time.Sleep(200 * time.Millisecond)
-		got, _ := csrs.Get(ctx, "ext", metav1.GetOptions{})
-		if len(got.Status.Certificate) > 0 || len(got.Status.Conditions) != 1 {
-			t.Errorf("another signer's request was touched: %s", conditionsOf(got))
-		}
+		controllertest.Consistently(t, 200*time.Millisecond, func() (bool, string) {
+			got, err := csrs.Get(ctx, "ext", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(got.Status.Certificate) == 0 && len(got.Status.Conditions) == 1,
+				"another signer's request was touched: " + conditionsOf(got)
+		})
 	})
 }

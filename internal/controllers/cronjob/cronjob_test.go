@@ -226,14 +226,14 @@ func waitJobs(t *testing.T, cs kubernetes.Interface, ns string, want ...string) 
 	return out
 }
 
-// assertJobs checks, a little after the fact, that ns holds exactly the
-// named jobs.
+// assertJobs checks that ns holds exactly the named jobs, and still does
+// half a second later.
 func assertJobs(t *testing.T, cs kubernetes.Interface, ns string, want ...string) {
 	t.Helper()
-	time.Sleep(500 * time.Millisecond)
-	if got := jobNames(t, cs, ns); !slices.Equal(got, want) {
-		t.Errorf("jobs in %s: %v, want %v", ns, got, want)
-	}
+	controllertest.Consistently(t, 500*time.Millisecond, func() (bool, string) {
+		got := jobNames(t, cs, ns)
+		return slices.Equal(got, want), fmt.Sprintf("jobs in %s: %v, want %v", ns, got, want)
+	})
 }
 
 func waitFinished(t *testing.T, cs kubernetes.Interface, ns, name string, cond batchv1.JobConditionType) {

@@ -144,10 +144,10 @@ func TestDeploymentController(t *testing.T) {
 			rss := ownedReplicaSets(t, client, d)
 			return len(rss) == 1 && replicasOf(rss[0]) == 4 && rss[0].Status.AvailableReplicas == 4, nil
 		})
-		time.Sleep(300 * time.Millisecond)
-		if rss := ownedReplicaSets(t, client, d); len(rss) != 1 {
-			t.Fatalf("paused deployment created a replica set (%d)", len(rss))
-		}
+		controllertest.Consistently(t, 300*time.Millisecond, func() (bool, string) {
+			rss := ownedReplicaSets(t, client, d)
+			return len(rss) == 1, fmt.Sprintf("paused deployment created a replica set (%d)", len(rss))
+		})
 		controllertest.KubectlOutput(t, c.Server.Kubeconfig, "rollout", "resume", "deploy/paused")
 		d = waitComplete(t, client, "paused")
 		rss := ownedReplicaSets(t, client, d)

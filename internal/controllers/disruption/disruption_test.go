@@ -215,13 +215,15 @@ func TestBudgets(t *testing.T) {
 		})
 		// The others were written before "evicted" was reset, and the
 		// queue is a single worker: had they been reset, they would be by
-		// now. Give it a moment more anyway.
-		time.Sleep(200 * time.Millisecond)
-		for _, name := range []string{"kubelet", "recent"} {
-			if st := podCondition(t, cs, ns, name, corev1.DisruptionTarget); st != corev1.ConditionTrue {
-				t.Errorf("%s: DisruptionTarget %q, want it kept True", name, st)
+		// now. Watch a moment more anyway.
+		controllertest.Consistently(t, 200*time.Millisecond, func() (bool, string) {
+			for _, name := range []string{"kubelet", "recent"} {
+				if st := podCondition(t, cs, ns, name, corev1.DisruptionTarget); st != corev1.ConditionTrue {
+					return false, fmt.Sprintf("%s: DisruptionTarget %q, want it kept True", name, st)
+				}
 			}
-		}
+			return true, ""
+		})
 	})
 }
 

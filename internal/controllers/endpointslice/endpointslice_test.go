@@ -320,11 +320,10 @@ func TestEndpointSlices(t *testing.T) {
 		if err := cs.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second)
-		after := listSlices(t, cs, ns)
-		if diff := cmp.Diff(before, after); diff != "" {
-			t.Errorf("slices of a deleted Service changed (-before +after):\n%s", diff)
-		}
+		controllertest.Consistently(t, time.Second, func() (bool, string) {
+			diff := cmp.Diff(before, listSlices(t, cs, ns))
+			return diff == "", "slices of a deleted Service changed (-before +after):\n" + diff
+		})
 	})
 }
 

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -44,35 +45,21 @@ func noExecuteTaints(taints []corev1.Taint) []corev1.Taint {
 }
 
 // firstToleration returns the first of tolerations that tolerates t, or
-// nil.
+// nil. Matching is the API's own (corev1.Toleration.ToleratesTaint): the
+// Lt and Gt operators, behind a feature gate upstream that is off by
+// default, match nothing, as in our scheduler.
 func firstToleration(tolerations []corev1.Toleration, t *corev1.Taint) *corev1.Toleration {
 	for i := range tolerations {
-		if tolerates(&tolerations[i], t) {
+		if tolerations[i].ToleratesTaint(discardLog, t, false) {
 			return &tolerations[i]
 		}
 	}
 	return nil
 }
 
-// tolerates is the API's toleration matching: an empty effect or key
-// matches any, Exists ignores the value, Equal (or no operator) compares
-// it. The Lt and Gt operators, behind a feature gate upstream that is
-// off by default, match nothing here, as in our scheduler.
-func tolerates(tol *corev1.Toleration, t *corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != t.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != t.Key {
-		return false
-	}
-	switch tol.Operator {
-	case "", corev1.TolerationOpEqual:
-		return tol.Value == t.Value
-	case corev1.TolerationOpExists:
-		return true
-	}
-	return false
-}
+// discardLog is the logger ToleratesTaint asks for: it logs only for the
+// comparison operators, which are off.
+var discardLog = logr.Discard()
 
 // taintStart is when an eviction clock for taint t starts: its
 // timeAdded, which the API stores to the second, refined by seen (when

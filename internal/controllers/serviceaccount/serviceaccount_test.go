@@ -67,12 +67,14 @@ func TestDefaultServiceAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitAccount(t, cs, "team-c", cOld.UID)
-		time.Sleep(300 * time.Millisecond)
-		for _, ns := range []string{"team-b", "early-gone"} {
-			if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, serviceaccount.DefaultName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("%s: default service account: err=%v, want NotFound", ns, err)
+		controllertest.Consistently(t, 300*time.Millisecond, func() (bool, string) {
+			for _, ns := range []string{"team-b", "early-gone"} {
+				if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, serviceaccount.DefaultName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return false, fmt.Sprintf("%s: default service account: err=%v, want NotFound", ns, err)
+				}
 			}
-		}
+			return true, ""
+		})
 	})
 }
 

@@ -164,13 +164,15 @@ func TestStatefulSet(t *testing.T) {
 				t.Fatalf("kubectl rollout status said %q", out)
 			}
 			// Give a wrong controller time to go on.
-			time.Sleep(2 * time.Second)
-			pods := podsByName(t, cs, ns)
-			for name, want := range map[string]string{"web-0": first.Status.CurrentRevision, "web-1": first.Status.CurrentRevision, "web-2": set.Status.UpdateRevision} {
-				if got := pods[name].Labels[appsv1.StatefulSetRevisionLabel]; got != want {
-					t.Fatalf("%s at revision %q, want %q", name, got, want)
+			controllertest.Consistently(t, 2*time.Second, func() (bool, string) {
+				pods := podsByName(t, cs, ns)
+				for name, want := range map[string]string{"web-0": first.Status.CurrentRevision, "web-1": first.Status.CurrentRevision, "web-2": set.Status.UpdateRevision} {
+					if got := pods[name].Labels[appsv1.StatefulSetRevisionLabel]; got != want {
+						return false, fmt.Sprintf("%s at revision %q, want %q", name, got, want)
+					}
 				}
-			}
+				return true, ""
+			})
 			if set, _ = cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{}); set.Status.CurrentRevision != first.Status.CurrentRevision || set.Status.CurrentReplicas != 2 {
 				t.Fatalf("status %+v", set.Status)
 			}

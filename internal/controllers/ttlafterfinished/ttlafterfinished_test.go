@@ -2,6 +2,7 @@ package ttlafterfinished_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -120,13 +121,12 @@ func TestDeletesFinishedJobs(t *testing.T) {
 		if _, err := cs.Update(ctx, j, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Second)
-		j, err = cs.Get(ctx, "raised", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.DeletionTimestamp != nil {
-			t.Errorf("deleted at %v although its TTL was raised", j.DeletionTimestamp)
-		}
+		controllertest.Consistently(t, 3*time.Second, func() (bool, string) {
+			j, err := cs.Get(ctx, "raised", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return j.DeletionTimestamp == nil, fmt.Sprintf("deleted at %v although its TTL was raised", j.DeletionTimestamp)
+		})
 	})
 }

@@ -172,6 +172,12 @@ func IsExtendedResourceName(name corev1.ResourceName) bool {
 // before it), plus the pod overhead. Pod-level resources, when set,
 // replace the container sum for the resources they name. nonZero applies
 // the scoring defaults to containers that set no cpu or memory request.
+//
+// This is component-helpers' resource.PodRequests computed in the
+// scheduler's units without building ResourceLists: the scheduler sizes
+// every pod on each queue add and assume, and the library's version costs
+// ten times as much (maps per container). TestPodRequestsIsTheLibrarys
+// pins the two together.
 func PodRequests(pod *corev1.Pod, nonZero bool) *Resource {
 	reqs := &Resource{}
 	for i := range pod.Spec.Containers {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
@@ -38,7 +36,7 @@ const (
 // them by the weights of the preferred terms they match. A profile may add
 // its own affinity (NodeAffinityArgs.addedAffinity) on top of every pod's.
 //
-// Matching follows Kubernetes exactly:
+// Matching is k8s.io/component-helpers' (what upstream's plugin uses):
 //   - nodeSelector is a conjunction of key=value equalities;
 //   - required terms are ORed; the expressions and fields inside one term
 //     are ANDed; a term with neither matches nothing;
@@ -46,8 +44,8 @@ const (
 //     non-integer) never matches, but the other terms still may;
 //   - matchFields only know metadata.name, with In/NotIn and one value.
 type NodeAffinity struct {
-	addedRequired  *naSelector  // nil: no added required affinity
-	addedPreferred *naPreferred // nil: no added preferred terms
+	addedRequired  *nodeaffinity.NodeSelector             // nil: no added required affinity
+	addedPreferred *nodeaffinity.PreferredSchedulingTerms // nil: no added preferred terms
 }
 
 var (
@@ -77,20 +75,14 @@ func NewNodeAffinity(_ context.Context, args runtime.Object, _ framework.Handle)
 		return pl, nil
 	}
 	if ns := added.RequiredDuringSchedulingIgnoredDuringExecution; ns != nil {
-		sel := naParseSelector(ns)
-		var errs []error
-		for i := range sel.terms {
-			if sel.terms[i].err != nil {
-				errs = append(errs, sel.terms[i].err)
-			}
-		}
-		if len(errs) > 0 {
-			return nil, fmt.Errorf("parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: %w", errors.Join(errs...))
+		sel, err := nodeaffinity.NewNodeSelector(ns)
+		if err != nil {
+			return nil, fmt.Errorf("parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: %w", err)
 		}
 		pl.addedRequired = sel
 	}
 	if terms := added.PreferredDuringSchedulingIgnoredDuringExecution; len(terms) > 0 {
-		p, err := naParsePreferred(terms)
+		p, err := nodeaffinity.NewPreferredSchedulingTerms(terms)
 		if err != nil {
 			return nil, fmt.Errorf("parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: %w", err)
 		}
@@ -119,7 +111,7 @@ func (pl *NodeAffinity) hintNode(pod *corev1.Pod, oldObj, newObj interface{}) (f
 	if newNode == nil {
 		return framework.QueueSkip, nil
 	}
-	if pl.addedRequired != nil && !pl.addedRequired.match(newNode) {
+	if pl.addedRequired != nil && !pl.addedRequired.Match(newNode) {
 		return framework.QueueSkip, nil
 	}
 	req := naRequiredOf(pod)
@@ -202,7 +194,7 @@ func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, p
 	if node == nil {
 		return framework.AsStatus(errors.New("node not found"))
 	}
-	if pl.addedRequired != nil && !pl.addedRequired.match(node) {
+	if pl.addedRequired != nil && !pl.addedRequired.Match(node) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeAffinityEnforced)
 	}
 	s, ok := state.Read(naPreFilterKey).(*naPreFilterState)
@@ -218,7 +210,7 @@ func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, p
 }
 
 type naPreScoreState struct {
-	preferred *naPreferred
+	preferred *nodeaffinity.PreferredSchedulingTerms
 }
 
 func (s *naPreScoreState) Clone() framework.StateData { return s }
@@ -226,9 +218,9 @@ func (s *naPreScoreState) Clone() framework.StateData { return s }
 // PreScore parses the pod's preferred terms; Skip when neither the pod nor
 // the profile has any.
 func (pl *NodeAffinity) PreScore(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo) *framework.Status {
-	var preferred *naPreferred
+	var preferred *nodeaffinity.PreferredSchedulingTerms
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil {
-		p, err := naParsePreferred(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		p, err := nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 		if err != nil {
 			return framework.AsStatus(err)
 		}
@@ -250,14 +242,14 @@ func (pl *NodeAffinity) Score(_ context.Context, state *framework.CycleState, po
 	}
 	var score int64
 	if pl.addedPreferred != nil {
-		score += pl.addedPreferred.score(node)
+		score += pl.addedPreferred.Score(node)
 	}
 	s, ok := state.Read(naPreScoreKey).(*naPreScoreState)
 	if !ok {
 		return score, framework.AsStatus(fmt.Errorf("reading %q from cycle state: not found", naPreScoreKey))
 	}
 	if s.preferred != nil {
-		score += s.preferred.score(node)
+		score += s.preferred.Score(node)
 	}
 	return score, nil
 }
@@ -295,203 +287,17 @@ func naDefaultNormalize(scores []framework.NodeScore, reverse bool) {
 	}
 }
 
-// --- node selector matching ---
-
-// naRequirement is one parsed NodeSelectorRequirement, of a label
-// (matchExpressions) or of a field (matchFields).
-type naRequirement struct {
-	key    string
-	op     corev1.NodeSelectorOperator
-	values []string
-	bound  int64 // the parsed value of Gt / Lt
-}
-
-// matchLabel applies the requirement to a node's labels.
-func (r *naRequirement) matchLabel(nodeLabels map[string]string) bool {
-	v, ok := nodeLabels[r.key]
-	switch r.op {
-	case corev1.NodeSelectorOpIn:
-		return ok && naContains(r.values, v)
-	case corev1.NodeSelectorOpNotIn:
-		return !ok || !naContains(r.values, v)
-	case corev1.NodeSelectorOpExists:
-		return ok
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !ok
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !ok {
-			return false
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return false
-		}
-		if r.op == corev1.NodeSelectorOpGt {
-			return n > r.bound
-		}
-		return n < r.bound
-	}
-	return false
-}
-
-// matchField applies a field requirement. A node exposes only
-// metadata.name; any other field reads as "".
-func (r *naRequirement) matchField(nodeName string) bool {
-	var v string
-	if r.key == metav1.ObjectNameField {
-		v = nodeName
-	}
-	if r.op == corev1.NodeSelectorOpIn {
-		return v == r.values[0]
-	}
-	return v != r.values[0]
-}
-
-func naContains(values []string, v string) bool {
-	for _, x := range values {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-var naLabelOps = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
-}
-
-// naParseLabelRequirement validates as a label selector requirement would
-// (key syntax, value syntax, value count per operator) and keeps the
-// fields our matcher needs.
-func naParseLabelRequirement(e *corev1.NodeSelectorRequirement) (naRequirement, error) {
-	op, ok := naLabelOps[e.Operator]
-	if !ok {
-		return naRequirement{}, fmt.Errorf("%q is not a valid node selector operator", e.Operator)
-	}
-	if _, err := labels.NewRequirement(e.Key, op, e.Values); err != nil {
-		return naRequirement{}, err
-	}
-	r := naRequirement{key: e.Key, op: e.Operator, values: e.Values}
-	if op == selection.GreaterThan || op == selection.LessThan {
-		r.bound, _ = strconv.ParseInt(e.Values[0], 10, 64) // validated above
-	}
-	return r, nil
-}
-
-func naParseFieldRequirement(e *corev1.NodeSelectorRequirement) (naRequirement, error) {
-	switch e.Operator {
-	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
-		if len(e.Values) != 1 {
-			return naRequirement{}, fmt.Errorf("unexpected number of value (%d) for node field selector operator %q", len(e.Values), e.Operator)
-		}
-		return naRequirement{key: e.Key, op: e.Operator, values: e.Values}, nil
-	}
-	return naRequirement{}, fmt.Errorf("%q is not a valid node field selector operator", e.Operator)
-}
-
-// naTerm is one NodeSelectorTerm: all its requirements must hold.
-type naTerm struct {
-	exprs  []naRequirement
-	fields []naRequirement
-	err    error // a term that did not parse never matches
-}
-
-func naParseTerm(t *corev1.NodeSelectorTerm) naTerm {
-	var out naTerm
-	if len(t.MatchExpressions) > 0 {
-		out.exprs = make([]naRequirement, 0, len(t.MatchExpressions))
-	}
-	for i := range t.MatchExpressions {
-		r, err := naParseLabelRequirement(&t.MatchExpressions[i])
-		if err != nil {
-			return naTerm{err: err}
-		}
-		out.exprs = append(out.exprs, r)
-	}
-	for i := range t.MatchFields {
-		r, err := naParseFieldRequirement(&t.MatchFields[i])
-		if err != nil {
-			return naTerm{err: err}
-		}
-		out.fields = append(out.fields, r)
-	}
-	return out
-}
-
-func (t *naTerm) match(node *corev1.Node) bool {
-	if t.err != nil {
-		return false
-	}
-	for i := range t.exprs {
-		if !t.exprs[i].matchLabel(node.Labels) {
-			return false
-		}
-	}
-	// As upstream, a node without a name (only in tests) skips the field
-	// requirements rather than failing them.
-	if node.Name != "" {
-		for i := range t.fields {
-			if !t.fields[i].matchField(node.Name) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func naEmptyTerm(t *corev1.NodeSelectorTerm) bool {
-	return len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0
-}
-
-// naSelector is a parsed NodeSelector: its terms are ORed.
-type naSelector struct {
-	terms []naTerm
-}
-
-// naParseSelector parses every term; empty terms are dropped (they select
-// nothing), and parse errors stay on their term.
-func naParseSelector(ns *corev1.NodeSelector) *naSelector {
-	s := &naSelector{terms: make([]naTerm, 0, len(ns.NodeSelectorTerms))}
-	for i := range ns.NodeSelectorTerms {
-		if naEmptyTerm(&ns.NodeSelectorTerms[i]) {
-			continue
-		}
-		s.terms = append(s.terms, naParseTerm(&ns.NodeSelectorTerms[i]))
-	}
-	return s
-}
-
-func (s *naSelector) match(node *corev1.Node) bool {
-	for i := range s.terms {
-		if s.terms[i].match(node) {
-			return true
-		}
-	}
-	return false
-}
+// --- node selector matching, by component-helpers ---
 
 // naRequired is a pod's hard node constraints: spec.nodeSelector AND the
 // required node affinity. The zero value matches every node.
 type naRequired struct {
-	nodeSelector map[string]string // nil when the pod sets none
-	affinity     *naSelector       // nil when the pod has no required affinity
+	nodeaffinity.RequiredNodeAffinity
 }
 
 // naRequiredOf parses a pod's hard node constraints.
 func naRequiredOf(pod *corev1.Pod) naRequired {
-	var r naRequired
-	if len(pod.Spec.NodeSelector) > 0 {
-		r.nodeSelector = pod.Spec.NodeSelector
-	}
-	if ns := naPodRequiredAffinity(pod); ns != nil {
-		r.affinity = naParseSelector(ns)
-	}
-	return r
+	return naRequired{nodeaffinity.GetRequiredNodeAffinity(pod)}
 }
 
 func naPodRequiredAffinity(pod *corev1.Pod) *corev1.NodeSelector {
@@ -501,52 +307,11 @@ func naPodRequiredAffinity(pod *corev1.Pod) *corev1.NodeSelector {
 	return nil
 }
 
+// match applies the constraints; a term that did not parse matches
+// nothing, but the other terms still may.
 func (r *naRequired) match(node *corev1.Node) bool {
-	for k, v := range r.nodeSelector {
-		if nv, ok := node.Labels[k]; !ok || nv != v {
-			return false
-		}
-	}
-	return r.affinity == nil || r.affinity.match(node)
-}
-
-// naPreferred is parsed preferred terms with their weights.
-type naPreferred struct {
-	terms   []naTerm
-	weights []int64
-}
-
-// naParsePreferred parses preferred terms, skipping those with weight 0 or
-// no requirements; any parse error fails the whole list.
-func naParsePreferred(terms []corev1.PreferredSchedulingTerm) (*naPreferred, error) {
-	p := &naPreferred{}
-	var errs []error
-	for i := range terms {
-		if terms[i].Weight == 0 || naEmptyTerm(&terms[i].Preference) {
-			continue
-		}
-		t := naParseTerm(&terms[i].Preference)
-		if t.err != nil {
-			errs = append(errs, t.err)
-			continue
-		}
-		p.terms = append(p.terms, t)
-		p.weights = append(p.weights, int64(terms[i].Weight))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return p, nil
-}
-
-func (p *naPreferred) score(node *corev1.Node) int64 {
-	var s int64
-	for i := range p.terms {
-		if p.terms[i].match(node) {
-			s += p.weights[i]
-		}
-	}
-	return s
+	ok, _ := r.Match(node)
+	return ok
 }
 
 // naAsPair converts a cluster event's objects; a missing side stays the

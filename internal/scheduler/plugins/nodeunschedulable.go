@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
 )
@@ -48,30 +49,13 @@ func (p *NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, p
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, NodeUnschedulableReason)
 }
 
+// unschedTaint is the taint a cordoned node stands for.
+var unschedTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+
 // unschedTolerates reports whether a toleration matches the taint
-// {node.kubernetes.io/unschedulable, value "", NoSchedule}: an empty key
-// matches every key, an empty effect every effect, Exists any value and
-// Equal (the default operator) only the empty value. Lt/Gt compare
-// numbers, which the empty value is not.
+// {node.kubernetes.io/unschedulable, value "", NoSchedule}.
 func unschedTolerates(tols []corev1.Toleration) bool {
-	for i := range tols {
-		t := &tols[i]
-		if t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule {
-			continue
-		}
-		if t.Key != "" && t.Key != corev1.TaintNodeUnschedulable {
-			continue
-		}
-		switch t.Operator {
-		case corev1.TolerationOpExists:
-			return true
-		case "", corev1.TolerationOpEqual:
-			if t.Value == "" {
-				return true
-			}
-		}
-	}
-	return false
+	return corev1helpers.TolerationsTolerateTaint(discardLog, tols, &unschedTaint, false)
 }
 
 // EventsToRegister: a node added or uncordoned, or the pod gaining the

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/rudder-dev/rudder/internal/scheduler/framework"
 )
@@ -52,31 +54,14 @@ func NewTaintToleration(context.Context, runtime.Object, framework.Handle) (fram
 func (pl *TaintToleration) Name() string { return TaintTolerationName }
 
 // TolerationsTolerateTaint reports whether any of tolerations tolerates
-// taint (whatever the taint's effect).
+// taint (whatever the taint's effect), by the API's own matching.
 func TolerationsTolerateTaint(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
-	for i := range tolerations {
-		if ttTolerates(&tolerations[i], taint) {
-			return true
-		}
-	}
-	return false
+	return corev1helpers.TolerationsTolerateTaint(discardLog, tolerations, taint, false)
 }
 
-func ttTolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	case corev1.TolerationOpExists:
-		return true
-	}
-	return false
-}
+// discardLog is the logger component-helpers asks for: it logs only for
+// the comparison toleration operators, which are off.
+var discardLog = logr.Discard()
 
 // ttFindUntolerated returns the first NoSchedule or NoExecute taint that
 // no toleration tolerates.
