@@ -414,6 +414,26 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("deleting a pod interrupts its endless pull", func(t *testing.T) {
+		began := make(chan struct{})
+		e.fake.mu.Lock()
+		e.fake.pullHang["slow.example/huge:1"] = began
+		e.fake.mu.Unlock()
+		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "slow.example/huge:1"}}}})
+		select {
+		case <-began:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the pull did not begin")
+		}
+		if err := pods.Delete(ctx, "slow", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("slow gone from the API", func() (bool, error) {
+			_, err := pods.Get(ctx, "slow", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+
 	t.Run("volumes: configMap, secret, downwardAPI and a projected token, as files", func(t *testing.T) {
 		if _, err := e.c.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -55,6 +55,8 @@ type Kubelet struct {
 	lease    leaseState
 
 	ready chan struct{}
+	// statuses is the last status computed per pod UID (statuswriter.go).
+	statuses sync.Map
 	// syncs counts finished pod syncs (tests wait on it).
 	syncs atomic.Int64
 }
@@ -271,9 +273,14 @@ func (k *Kubelet) podChanged(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if p, ok := obj.(*corev1.Pod); ok {
-		k.trigger(p.UID)
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
+	if p.DeletionTimestamp != nil || k.podByUID(p.UID) == nil {
+		k.interrupt(p.UID)
+	}
+	k.trigger(p.UID)
 }
 
 // hostIPs are the node's addresses pods see as status.hostIP(s).

@@ -315,7 +315,8 @@ func TestLogContainerID(t *testing.T) {
 			`container "c" in pod "p" is waiting to start: ContainerCreating`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, err := logContainerID(pod(tc.cs), "c", tc.previous)
+			p := pod(tc.cs)
+			id, err := logContainerID(p.Name, &p.Status, "c", tc.previous)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

@@ -31,6 +31,27 @@ type podWorker struct {
 	// backoff is the pod's restart and pull back-offs; only the
 	// worker's goroutine touches it.
 	backoff map[string]backoffEntry
+	// cancel ends the sync in progress when it is starting the pod and
+	// the pod is being deleted (a long pull must not hold up the
+	// deletion); nil otherwise. Guarded by Kubelet.mu.
+	cancel context.CancelFunc
+}
+
+// interrupt ends pod uid's sync in progress if it is starting the pod.
+func (k *Kubelet) interrupt(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w, ok := k.workers[uid]; ok && w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// setInterruptible lets (cancel non-nil) or stops letting the sync in
+// progress be interrupted.
+func (k *Kubelet) setInterruptible(w *podWorker, cancel context.CancelFunc) {
+	k.mu.Lock()
+	w.cancel = cancel
+	k.mu.Unlock()
 }
 
 // trigger wakes pod uid's worker, starting one if needed.
@@ -66,7 +87,10 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 		case <-resync.C():
 		case <-requeue:
 		}
-		done, after := k.syncPod(ctx, w)
+		sctx, cancel := context.WithCancel(ctx)
+		done, after := k.syncPod(sctx, w, cancel)
+		k.setInterruptible(w, nil)
+		cancel()
 		k.syncs.Add(1)
 		if done {
 			k.mu.Lock()
@@ -92,7 +116,9 @@ const errorRetry = 2 * time.Second
 
 // syncPod is one pass over pod uid. It reports whether the worker is done
 // (the pod is gone from the API and the runtime) and when to sync again.
-func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duration) {
+// cancel ends ctx: a sync that starts the pod may be interrupted by its
+// deletion.
+func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.CancelFunc) (bool, time.Duration) {
 	log := k.cfg.Logger.With("pod_uid", w.uid)
 	pod := k.podByUID(w.uid)
 	if pod != nil {
@@ -109,7 +135,16 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duratio
 	}
 	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
 	p := computePlan(in)
+	if !p.Stopping {
+		k.setInterruptible(w, cancel)
+		if pod.DeletionTimestamp == nil && k.deleting(w.uid) {
+			cancel() // deleted between the read and now
+		}
+	}
 	res := k.execute(ctx, w, pod, p, obs)
+	if ctx.Err() != nil {
+		return false, time.Millisecond // interrupted: stop it at once
+	}
 	if len(p.Actions) > 0 {
 		if obs, err = k.obs.observe(ctx, string(w.uid)); err != nil {
 			log.Warn("sync: cannot read the pod from the runtime", "err", err)
@@ -160,6 +195,12 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duratio
 	return false, after
 }
 
+// deleting reports whether the API's pod uid is being deleted or gone.
+func (k *Kubelet) deleting(uid types.UID) bool {
+	p := k.podByUID(uid)
+	return p == nil || p.DeletionTimestamp != nil
+}
+
 // imagesPresent asks the runtime which of the pod's images it has.
 func (k *Kubelet) imagesPresent(ctx context.Context, pod *corev1.Pod) map[string]bool {
 	if pod == nil {
@@ -208,6 +249,7 @@ func (k *Kubelet) removePod(ctx context.Context, uid string, obs podObserved) {
 // termination messages) and tokens. Its logs go with its containers.
 func (k *Kubelet) cleanupPod(uid string) {
 	k.tokens.forgetPod(uid)
+	k.statuses.Delete(types.UID(uid))
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return
 	}
