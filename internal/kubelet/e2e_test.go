@@ -512,6 +512,22 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl top: the API server's metrics.k8s.io reads /metrics/resource", func(t *testing.T) {
+		var body []byte
+		e.eventually("pod metrics of web", func() (bool, error) {
+			var err error
+			body, err = e.c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web").DoRaw(ctx)
+			return err == nil, err
+		})
+		if !strings.Contains(string(body), `"name":"app"`) || !strings.Contains(string(body), `"memory":"3Mi"`) {
+			t.Errorf("pod metrics %s", body)
+		}
+		body, err := e.c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/nodes/" + testNode).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(body), `"cpu"`) {
+			t.Errorf("node metrics %s: %v", body, err)
+		}
+	})
+
 	t.Run("a followed log streams appends, follows a rotation and ends with the container", func(t *testing.T) {
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tail"}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
