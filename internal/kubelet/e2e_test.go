@@ -649,6 +649,22 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod deleted while the kubelet was down is removed when it comes back", func(t *testing.T) {
+		p := e.pod("needs-config")
+		if obs, err := e.kl.k.obs.observe(ctx, string(p.UID)); err != nil || len(obs.running()) == 0 {
+			t.Fatalf("needs-config not running: %v", err)
+		}
+		e.kl.stop()
+		if err := pods.Delete(ctx, "needs-config", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		e.eventually("needs-config gone from the runtime", func() (bool, error) {
+			obs, err := e.kl.k.obs.observe(ctx, string(p.UID))
+			return err == nil && obs.empty(), err
+		})
+	})
+
 	t.Run("syncs with nothing new write nothing", func(t *testing.T) {
 		before := e.pod("web")
 		for range 3 {
