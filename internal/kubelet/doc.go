@@ -96,8 +96,9 @@
 //
 // # Not yet
 //
-// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks run), eviction, persistent
-// volumes, emptyDir medium Memory (a directory, not tmpfs), image garbage
-// collection, resource admission beyond the scheduler's, static pods,
-// sidecar (restartPolicy Always) init containers beyond running in order.
+// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks
+// run), eviction, persistent volumes, image garbage collection, resource
+// admission beyond the scheduler's, static pods, sidecar (restartPolicy
+// Always) init containers beyond running in order, the QoS cgroups'
+// own limits (the runtime creates the pod cgroups under them).
 package kubelet

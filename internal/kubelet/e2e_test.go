@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -60,6 +62,13 @@ type e2eEnv struct {
 func newE2E(t *testing.T) *e2eEnv {
 	c := clustertest.Start(t, clustertest.Options{})
 	e := &e2eEnv{t: t, c: c, fake: startFakeCRI(t), root: t.TempDir(), logs: t.TempDir()}
+	// Whatever happens, no mount outlives the test (before TempDir's
+	// removal, which runs later).
+	t.Cleanup(func() {
+		if err := unmountUnder(e.root); err != nil {
+			t.Error(err)
+		}
+	})
 	e.fake.images["busybox"] = true
 	e.node = nodeClient(t, c)
 	var err error
@@ -241,6 +250,17 @@ func (e *e2eEnv) kubeletDo(cert *tls.Certificate, method, path string) (int, str
 	return resp.StatusCode, string(b), nil
 }
 
+// webVolumes are web's volumes: an emptyDir, and a memory-backed one
+// when the test may mount it (root).
+func webVolumes() []corev1.Volume {
+	v := []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if os.Geteuid() == 0 {
+		v = append(v, corev1.Volume{Name: "ram", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi"))}}})
+	}
+	return v
+}
+
 func TestKubeletE2E(t *testing.T) {
 	e := newE2E(t)
 	ctx := context.Background()
@@ -299,8 +319,11 @@ func TestKubeletE2E(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}},
 			{Name: "side", Image: "alpine:3", ImagePullPolicy: corev1.PullIfNotPresent},
 		},
-		Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Volumes: webVolumes(),
 	}})
+	ramDir := func(uid types.UID) string {
+		return filepath.Join(e.root, "kubelet", "pods", string(uid), "volumes", pluginEmptyDir, "ram")
+	}
 	var web *corev1.Pod
 	t.Run("a pod runs: Running, Ready, IDs and IPs", func(t *testing.T) {
 		web = e.waitPod("web", "Running and Ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
@@ -313,6 +336,9 @@ func TestKubeletE2E(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(e.root, "kubelet", "pods", string(web.UID), "volumes", pluginEmptyDir, "scratch")); err != nil {
 			t.Errorf("emptyDir: %v", err)
+		}
+		if mounted, err := isMountPoint(ramDir(web.UID)); os.Geteuid() == 0 && (err != nil || !mounted) {
+			t.Errorf("emptyDir medium Memory is not a mount: %v %v", mounted, err)
 		}
 	})
 
@@ -694,6 +720,9 @@ func TestKubeletE2E(t *testing.T) {
 			_, err = os.Stat(filepath.Join(e.root, "kubelet", "pods", string(p.UID)))
 			return os.IsNotExist(err), nil
 		})
+		if mps, err := mountsUnder(e.root); err != nil || len(mps) != 0 {
+			t.Errorf("mounts left: %v %v", mps, err)
+		}
 	})
 
 	t.Run("a sandbox of no pod is removed (orphan GC)", func(t *testing.T) {

@@ -253,7 +253,13 @@ func (k *Kubelet) cleanupPod(uid string) {
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return
 	}
-	if err := os.RemoveAll(k.podDir(uid)); err != nil {
+	dir := k.podDir(uid)
+	if err := unmountUnder(dir); err != nil {
+		// Removing would reach into what is still mounted: leave it.
+		k.cfg.Logger.Warn("unmount pod volumes", "uid", uid, "err", err)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		k.cfg.Logger.Warn("remove pod directory", "uid", uid, "err", err)
 	}
 }
