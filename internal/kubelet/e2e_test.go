@@ -123,6 +123,7 @@ var kubeletRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "patch"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 }
 
 // nodeClient is a client as system:node:node-1 in system:nodes, allowed
@@ -346,6 +347,34 @@ func TestKubeletE2E(t *testing.T) {
 	jsonCfg := rest.CopyConfig(e.c.Config)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
+	t.Run("events tell the pod's story", func(t *testing.T) {
+		want := map[string]string{
+			"Pulled/spec.containers{app}":   `Successfully pulled image "busybox" in `, // busybox is :latest: pull Always
+			"Pulling/spec.containers{side}": `Pulling image "alpine:3"`,
+			"Created/spec.containers{app}":  "Created container: app",
+			"Started/spec.containers{side}": "Started container side",
+		}
+		e.eventually("web's events", func() (bool, error) {
+			evs, err := e.c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+			if err != nil {
+				return false, err
+			}
+			got := map[string]string{}
+			for _, ev := range evs.Items {
+				got[ev.Reason+"/"+ev.InvolvedObject.FieldPath] = ev.Message
+				if ev.Source.Component != "kubelet" || ev.Source.Host != testNode {
+					return false, fmt.Errorf("event source %+v", ev.Source)
+				}
+			}
+			for k, v := range want {
+				if !strings.HasPrefix(got[k], v) {
+					return false, fmt.Errorf("event %s = %q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+			return true, nil
+		})
+	})
+
 	logs := func(name, container string, opts corev1.PodLogOptions) (string, error) {
 		opts.Container = container
 		rc, err := jsonClient.CoreV1().Pods("default").GetLogs(name, &opts).Stream(ctx)
@@ -429,11 +458,26 @@ func TestKubeletE2E(t *testing.T) {
 		e.fake.pullErr["ghcr.io/none/such:1"] = "manifest unknown"
 		e.fake.mu.Unlock()
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "no-image"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "ghcr.io/none/such:1"}}}})
-		p := e.waitPod("no-image", "ErrImagePull", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonErrImagePull })
-		if msg := cstatus(p, "c").State.Waiting.Message; !strings.Contains(msg, "manifest unknown") {
+		// ErrImagePull shows until the next sync, which may come at once
+		// (a relist): the events keep it; the back-off's message keeps the
+		// error.
+		p := e.waitPod("no-image", "ImagePullBackOff", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonImagePullBackOff })
+		if msg := cstatus(p, "c").State.Waiting.Message; !strings.Contains(msg, `Back-off pulling image "ghcr.io/none/such:1": failed to pull and unpack image`) ||
+			!strings.Contains(msg, "manifest unknown") {
 			t.Errorf("message %q", msg)
 		}
-		e.waitPod("no-image", "ImagePullBackOff", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonImagePullBackOff })
+		e.eventually("the ErrImagePull event", func() (bool, error) {
+			evs, err := e.c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=no-image,reason=Failed"})
+			if err != nil {
+				return false, err
+			}
+			for _, ev := range evs.Items {
+				if ev.Message == "Error: "+reasonErrImagePull {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 		_, err := logs("no-image", "c", corev1.PodLogOptions{})
 		if err == nil || !strings.Contains(err.Error(), `is waiting to start: trying and failing to pull image`) {
 			t.Errorf("logs of a container that never ran: %v", err)

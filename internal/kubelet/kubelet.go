@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rudder-dev/rudder/internal/kubeletapi"
@@ -55,6 +56,8 @@ type Kubelet struct {
 	lease    leaseState
 
 	ready chan struct{}
+	// recorder records events (events.go); set by Run.
+	recorder record.EventRecorder
 	// statuses is the last status computed per pod UID (statuswriter.go).
 	statuses sync.Map
 	// syncs counts finished pod syncs (tests wait on it).
@@ -196,6 +199,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	go func() { serveErr <- srv.Serve(k.tlsListener()) }()
 	defer srv.Close()
 
+	k.startEvents(ctx)
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}

@@ -135,6 +135,16 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 	}
 	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
 	p := computePlan(in)
+	for c, wt := range p.Waiting {
+		switch wt.Reason {
+		case reasonCrashLoopBackOff:
+			k.event(pod, c, "Warning", eventBackOff, "Back-off restarting failed container %s in pod %s", c, podRef(pod))
+		case reasonImagePullBackOff:
+			k.event(pod, c, "Normal", eventBackOff, "Back-off pulling image %q", findContainer(pod, c).Image)
+		case reasonErrImageNeverPull, reasonInvalidImageName:
+			k.event(pod, c, "Warning", wt.Reason, "%s", wt.Message)
+		}
+	}
 	if !p.Stopping {
 		k.setInterruptible(w, cancel)
 		if pod.DeletionTimestamp == nil && k.deleting(w.uid) {
