@@ -304,16 +304,20 @@ func (k *Kubelet) relist(ctx context.Context) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	parts := map[types.UID][]string{}
+	live := map[string]bool{}
 	for _, s := range sbs.Items {
+		live[s.Id] = true
 		if uid := s.Labels[labelPodUID]; uid != "" {
 			parts[types.UID(uid)] = append(parts[types.UID(uid)], s.Id+"="+s.State.String())
 		}
 	}
 	for _, c := range cs.Containers {
+		live[c.Id] = true
 		if uid := c.Labels[labelPodUID]; uid != "" {
 			parts[types.UID(uid)] = append(parts[types.UID(uid)], c.Id+"="+c.State.String())
 		}
 	}
+	k.obs.prune(live)
 	now := map[types.UID]string{}
 	for uid, p := range parts {
 		sort.Strings(p)
