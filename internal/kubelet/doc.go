@@ -97,8 +97,9 @@
 // # Not yet
 //
 // Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks
-// run), eviction, persistent volumes, image garbage collection, resource
-// admission beyond the scheduler's, static pods, sidecar (restartPolicy
+// run), eviction, persistent volumes, image garbage collection,
+// admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
+// pods, sidecar (restartPolicy
 // Always) init containers beyond running in order, the QoS cgroups'
 // own limits (the runtime creates the pod cgroups under them).
 package kubelet

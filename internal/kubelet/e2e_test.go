@@ -434,6 +434,18 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod that does not fit is rejected: Failed, OutOfcpu", func(t *testing.T) {
+		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}}}}}})
+		p := e.waitPod("huge", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if p.Status.Reason != "OutOfcpu" || !strings.HasPrefix(p.Status.Message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000000") {
+			t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+		}
+		if obs, err := e.kl.k.obs.observe(ctx, string(p.UID)); err != nil || !obs.empty() {
+			t.Errorf("a rejected pod reached the runtime: %+v %v", obs, err)
+		}
+	})
+
 	t.Run("a missing configMap: CreateContainerConfigError until it exists", func(t *testing.T) {
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "needs-config"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
 			Env: []corev1.EnvVar{{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{

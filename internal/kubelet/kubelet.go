@@ -47,6 +47,7 @@ type Kubelet struct {
 
 	mu       sync.Mutex
 	workers  map[types.UID]*podWorker
+	admitted map[types.UID]bool // admit.go
 	wg       sync.WaitGroup
 	runCtx   context.Context
 	relisted map[types.UID]string // the last relist's fingerprint of each pod
@@ -93,6 +94,7 @@ func New(cfg Config) (*Kubelet, error) {
 		minOOM:   minOOMScoreAdj(),
 		started:  cfg.Clock.Now(),
 		workers:  map[types.UID]*podWorker{},
+		admitted: map[types.UID]bool{},
 		relisted: map[types.UID]string{},
 		ready:    make(chan struct{}),
 	}

@@ -60,6 +60,16 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObser
 	}
 }
 
+// writeRejection writes a rejected pod's final status.
+func (k *Kubelet) writeRejection(ctx context.Context, pod *corev1.Pod, reason, message string) {
+	np := pod.DeepCopy()
+	np.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message, QOSClass: podQOS(pod),
+		Conditions: pod.Status.Conditions, StartTime: pod.Status.StartTime}
+	if _, err := k.client().CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, np, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		k.cfg.Logger.Warn("cannot write a rejected pod's status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
 // podStatus is the status the kubelet last computed for pod, else the
 // API's.
 func (k *Kubelet) podStatus(pod *corev1.Pod) *corev1.PodStatus {

@@ -131,7 +131,11 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 	}
 	if pod == nil && obs.empty() {
 		k.cleanupPod(string(w.uid))
+		k.forgetAdmitted(w.uid)
 		return true, 0
+	}
+	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) && !k.admit(ctx, pod, obs) {
+		return false, 0 // rejected: its status says why, for good
 	}
 	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
 	p := computePlan(in)
