@@ -71,6 +71,13 @@
 //     counts, IPs — and the status writer (statuswriter.go) sends it to
 //     the status subresource only when it differs from the API's.
 //
+// Before its first start a pod is admitted (admit.go): it must fit beside
+// the pods already admitted (pods capacity, cpu, memory,
+// ephemeral-storage requests against allocatable), or it is rejected for
+// good (Failed, OutOf<resource>). Each step is recorded as an event for
+// kubectl describe (events.go: Pulling, Pulled, Created, Started,
+// Killing, BackOff, Failed, FailedMount).
+//
 // # Deletion
 //
 // A pod with a deletionTimestamp is only stopped: preStop exec hooks run
