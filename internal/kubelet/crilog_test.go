@@ -76,3 +76,35 @@ func TestLogReaderGrowingFile(t *testing.T) {
 		t.Errorf("readCRILog: %v %v", all, err)
 	}
 }
+
+// A terminated container's message: the file it wrote, or with
+// FallbackToLogsOnError and a failure, the end of its log.
+func TestTerminationMessage(t *testing.T) {
+	root := t.TempDir()
+	o := newObserver(nil, root)
+	logPath := filepath.Join(root, "c.log")
+	var log strings.Builder
+	for i := range 100 {
+		log.WriteString("2026-01-02T15:04:05Z stdout F line " + string(rune('0'+i%10)) + "\n")
+	}
+	os.WriteFile(logPath, []byte(log.String()), 0o644)
+	msgFile := terminationMessagePath(root, "uid", "c", 2)
+	os.MkdirAll(filepath.Dir(msgFile), 0o755)
+
+	c := &observedContainer{Name: "c", RestartCount: 2, ExitCode: 1, LogPath: logPath}
+	if got := o.terminationMessage("uid", c, "File"); got != "" {
+		t.Errorf("no file: %q", got)
+	}
+	if got := o.terminationMessage("uid", c, "FallbackToLogsOnError"); strings.Count(got, "\n") != fallbackLogLines {
+		t.Errorf("fallback: %d lines", strings.Count(got, "\n"))
+	}
+	os.WriteFile(msgFile, []byte("bye"), 0o644)
+	if got := o.terminationMessage("uid", c, "FallbackToLogsOnError"); got != "bye" {
+		t.Errorf("the file wins: %q", got)
+	}
+	c.ExitCode = 0
+	os.WriteFile(msgFile, nil, 0o644)
+	if got := o.terminationMessage("uid", c, "FallbackToLogsOnError"); got != "" {
+		t.Errorf("success takes no log: %q", got)
+	}
+}

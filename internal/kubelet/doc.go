@@ -71,6 +71,13 @@
 //     counts, IPs — and the status writer (statuswriter.go) sends it to
 //     the status subresource only when it differs from the API's.
 //
+// Before its first start a pod is admitted (admit.go): it must fit beside
+// the pods already admitted (pods capacity, cpu, memory,
+// ephemeral-storage requests against allocatable), or it is rejected for
+// good (Failed, OutOf<resource>). Each step is recorded as an event for
+// kubectl describe (events.go: Pulling, Pulled, Created, Started,
+// Killing, BackOff, Failed, FailedMount).
+//
 // # Deletion
 //
 // A pod with a deletionTimestamp is only stopped: preStop exec hooks run
@@ -96,8 +103,10 @@
 //
 // # Not yet
 //
-// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks run), eviction, persistent
-// volumes, emptyDir medium Memory (a directory, not tmpfs), image garbage
-// collection, resource admission beyond the scheduler's, static pods,
-// sidecar (restartPolicy Always) init containers beyond running in order.
+// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks
+// run), eviction, persistent volumes, image garbage collection,
+// admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
+// pods, sidecar (restartPolicy
+// Always) init containers beyond running in order, the QoS cgroups'
+// own limits (the runtime creates the pod cgroups under them).
 package kubelet

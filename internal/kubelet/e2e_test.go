@@ -6,239 +6,34 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-
-	"github.com/rudder-dev/rudder/internal/clustertest"
 )
 
-// The kubelet against a real API server (embedded etcd, loopback port)
-// and a CRI runtime on a real unix socket (fakeCRI): registration, pods
-// through their life, deletion, restart and adoption, and the kubelet
-// API through the API server (pods/log) and directly (auth, streams,
-// metrics).
-
-const testNode = "node-1"
-
-type testKubelet struct {
-	k      *Kubelet
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-type e2eEnv struct {
-	t     *testing.T
-	c     *clustertest.Cluster
-	node  kubernetes.Interface // system:node:node-1
-	fake  *fakeCRI
-	root  string
-	logs  string
-	cert  tls.Certificate
-	kl    *testKubelet
-	admin tls.Certificate // the API server's kubelet client certificate
-}
-
-func newE2E(t *testing.T) *e2eEnv {
-	c := clustertest.Start(t, clustertest.Options{})
-	e := &e2eEnv{t: t, c: c, fake: startFakeCRI(t), root: t.TempDir(), logs: t.TempDir()}
-	e.fake.images["busybox"] = true
-	e.node = nodeClient(t, c)
-	var err error
-	if e.cert, err = c.Server.PKI.IssueServingCert(testNode, []net.IP{net.IPv4(127, 0, 0, 1)}, nil, time.Hour); err != nil {
-		t.Fatal(err)
+// webVolumes are web's volumes: an emptyDir, and a memory-backed one
+// when the test may mount it (root).
+func webVolumes() []corev1.Volume {
+	v := []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if os.Geteuid() == 0 {
+		v = append(v, corev1.Volume{Name: "ram", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi"))}}})
 	}
-	if e.admin, err = c.Server.PKI.KubeletClientCert(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	e.start()
-	return e
-}
-
-func (e *e2eEnv) start() {
-	e.t.Helper()
-	resolv := filepath.Join(e.root, "resolv.conf")
-	os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch example.test\n"), 0o644)
-	k, err := New(Config{
-		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.fake.endpoint,
-		RootDir: filepath.Join(e.root, "kubelet"), PodLogsDir: e.logs, ResolvConf: resolv,
-		ServingCert: e.cert, ClientCAs: e.c.Server.PKI.CAPool,
-		RelistPeriod: 100 * time.Millisecond, NodeStatusUpdateFrequency: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tk := &testKubelet{k: k, cancel: cancel, done: make(chan error, 1)}
-	go func() { tk.done <- k.Run(ctx) }()
-	e.t.Cleanup(tk.stop)
-	select {
-	case <-k.Ready():
-	case err := <-tk.done:
-		e.t.Fatalf("kubelet stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		e.t.Fatal("kubelet not ready in 30 s")
-	}
-	e.kl = tk
-}
-
-// stop ends the kubelet and waits for Run to return (once).
-// kubeletRules is what a kubelet does with the API: the rules upstream's
-// system:node role grants it (less what it does not use yet).
-var kubeletRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"update", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"update", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "patch"}},
-	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-}
-
-// nodeClient is a client as system:node:node-1 in system:nodes, allowed
-// kubeletRules.
-func nodeClient(t *testing.T, c *clustertest.Cluster) kubernetes.Interface {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test:kubelet"}, Rules: kubeletRules}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test:kubelet"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test:kubelet"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := c.Server.PKI.IssueClientCert("system:node:"+testNode, []string{"system:nodes"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &rest.Config{Host: c.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: c.Server.PKI.CAPEM, CertData: certPEM, KeyData: keyPEM}, QPS: -1}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-func (tk *testKubelet) stop() {
-	tk.once.Do(func() {
-		tk.cancel()
-		select {
-		case <-tk.done:
-		case <-time.After(30 * time.Second):
-			panic("kubelet did not stop in 30 s")
-		}
-	})
-}
-
-// eventually polls cond until it holds or 20 s pass.
-func (e *e2eEnv) eventually(what string, cond func() (bool, error)) {
-	e.t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("%s: not in 20 s (last error %v)", what, last)
-	}
-}
-
-func (e *e2eEnv) pod(name string) *corev1.Pod {
-	p, err := e.c.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	return p
-}
-
-// waitPod waits for pod name to satisfy cond and returns it.
-func (e *e2eEnv) waitPod(name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	e.t.Helper()
-	var p *corev1.Pod
-	e.eventually("pod "+name+" "+what, func() (bool, error) {
-		p = e.pod(name)
-		if p != nil && !cond(p) {
-			return false, fmt.Errorf("status %+v", p.Status)
-		}
-		return p != nil, nil
-	})
-	return p
-}
-
-func (e *e2eEnv) create(p *corev1.Pod) *corev1.Pod {
-	e.t.Helper()
-	p.Namespace = "default"
-	p.Spec.NodeName = testNode
-	if p.Spec.AutomountServiceAccountToken == nil {
-		p.Spec.AutomountServiceAccountToken = ptr.To(false)
-	}
-	out, err := e.c.Client.CoreV1().Pods("default").Create(context.Background(), p, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-func cstatus(p *corev1.Pod, name string) corev1.ContainerStatus {
-	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-		if cs.Name == name {
-			return cs
-		}
-	}
-	return corev1.ContainerStatus{}
-}
-
-func waitingReason(p *corev1.Pod, name string) string {
-	if w := cstatus(p, name).State.Waiting; w != nil {
-		return w.Reason
-	}
-	return ""
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// kubeletGet asks the kubelet API directly with a client certificate.
-func (e *e2eEnv) kubeletDo(cert *tls.Certificate, method, path string) (int, string, error) {
-	cfg := &tls.Config{RootCAs: e.c.Server.PKI.CAPool, ServerName: "127.0.0.1"}
-	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
-	req, _ := http.NewRequest(method, fmt.Sprintf("https://127.0.0.1:%d%s", e.kl.k.Port(), path), nil)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
+	return v
 }
 
 func TestKubeletE2E(t *testing.T) {
@@ -299,8 +94,11 @@ func TestKubeletE2E(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}},
 			{Name: "side", Image: "alpine:3", ImagePullPolicy: corev1.PullIfNotPresent},
 		},
-		Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Volumes: webVolumes(),
 	}})
+	ramDir := func(uid types.UID) string {
+		return filepath.Join(e.root, "kubelet", "pods", string(uid), "volumes", pluginEmptyDir, "ram")
+	}
 	var web *corev1.Pod
 	t.Run("a pod runs: Running, Ready, IDs and IPs", func(t *testing.T) {
 		web = e.waitPod("web", "Running and Ready", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podReady(p) })
@@ -314,12 +112,43 @@ func TestKubeletE2E(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.root, "kubelet", "pods", string(web.UID), "volumes", pluginEmptyDir, "scratch")); err != nil {
 			t.Errorf("emptyDir: %v", err)
 		}
+		if mounted, err := isMountPoint(ramDir(web.UID)); os.Geteuid() == 0 && (err != nil || !mounted) {
+			t.Errorf("emptyDir medium Memory is not a mount: %v %v", mounted, err)
+		}
 	})
 
 	// kubectl's way: JSON, streamed.
 	jsonCfg := rest.CopyConfig(e.c.Config)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 	jsonClient := kubernetes.NewForConfigOrDie(jsonCfg)
+	t.Run("events tell the pod's story", func(t *testing.T) {
+		want := map[string]string{
+			"Pulled/spec.containers{app}":   `Successfully pulled image "busybox" in `, // busybox is :latest: pull Always
+			"Pulling/spec.containers{side}": `Pulling image "alpine:3"`,
+			"Created/spec.containers{app}":  "Created container: app",
+			"Started/spec.containers{side}": "Started container side",
+		}
+		e.eventually("web's events", func() (bool, error) {
+			evs, err := e.c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+			if err != nil {
+				return false, err
+			}
+			got := map[string]string{}
+			for _, ev := range evs.Items {
+				got[ev.Reason+"/"+ev.InvolvedObject.FieldPath] = ev.Message
+				if ev.Source.Component != "kubelet" || ev.Source.Host != testNode {
+					return false, fmt.Errorf("event source %+v", ev.Source)
+				}
+			}
+			for k, v := range want {
+				if !strings.HasPrefix(got[k], v) {
+					return false, fmt.Errorf("event %s = %q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+			return true, nil
+		})
+	})
+
 	logs := func(name, container string, opts corev1.PodLogOptions) (string, error) {
 		opts.Container = container
 		rc, err := jsonClient.CoreV1().Pods("default").GetLogs(name, &opts).Stream(ctx)
@@ -379,6 +208,18 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod that does not fit is rejected: Failed, OutOfcpu", func(t *testing.T) {
+		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}}}}}})
+		p := e.waitPod("huge", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if p.Status.Reason != "OutOfcpu" || !strings.HasPrefix(p.Status.Message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000000") {
+			t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+		}
+		if obs, err := e.kl.k.obs.observe(ctx, string(p.UID)); err != nil || !obs.empty() {
+			t.Errorf("a rejected pod reached the runtime: %+v %v", obs, err)
+		}
+	})
+
 	t.Run("a missing configMap: CreateContainerConfigError until it exists", func(t *testing.T) {
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "needs-config"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
 			Env: []corev1.EnvVar{{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
@@ -403,15 +244,50 @@ func TestKubeletE2E(t *testing.T) {
 		e.fake.pullErr["ghcr.io/none/such:1"] = "manifest unknown"
 		e.fake.mu.Unlock()
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "no-image"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "ghcr.io/none/such:1"}}}})
-		p := e.waitPod("no-image", "ErrImagePull", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonErrImagePull })
-		if msg := cstatus(p, "c").State.Waiting.Message; !strings.Contains(msg, "manifest unknown") {
+		// ErrImagePull shows until the next sync, which may come at once
+		// (a relist): the events keep it; the back-off's message keeps the
+		// error.
+		p := e.waitPod("no-image", "ImagePullBackOff", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonImagePullBackOff })
+		if msg := cstatus(p, "c").State.Waiting.Message; !strings.Contains(msg, `Back-off pulling image "ghcr.io/none/such:1": failed to pull and unpack image`) ||
+			!strings.Contains(msg, "manifest unknown") {
 			t.Errorf("message %q", msg)
 		}
-		e.waitPod("no-image", "ImagePullBackOff", func(p *corev1.Pod) bool { return waitingReason(p, "c") == reasonImagePullBackOff })
+		e.eventually("the ErrImagePull event", func() (bool, error) {
+			evs, err := e.c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=no-image,reason=Failed"})
+			if err != nil {
+				return false, err
+			}
+			for _, ev := range evs.Items {
+				if ev.Message == "Error: "+reasonErrImagePull {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 		_, err := logs("no-image", "c", corev1.PodLogOptions{})
 		if err == nil || !strings.Contains(err.Error(), `is waiting to start: trying and failing to pull image`) {
 			t.Errorf("logs of a container that never ran: %v", err)
 		}
+	})
+
+	t.Run("deleting a pod interrupts its endless pull", func(t *testing.T) {
+		began := make(chan struct{})
+		e.fake.mu.Lock()
+		e.fake.pullHang["slow.example/huge:1"] = began
+		e.fake.mu.Unlock()
+		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "slow.example/huge:1"}}}})
+		select {
+		case <-began:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the pull did not begin")
+		}
+		if err := pods.Delete(ctx, "slow", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("slow gone from the API", func() (bool, error) {
+			_, err := pods.Get(ctx, "slow", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
 	})
 
 	t.Run("volumes: configMap, secret, downwardAPI and a projected token, as files", func(t *testing.T) {
@@ -489,6 +365,22 @@ func TestKubeletE2E(t *testing.T) {
 		code, body, err = e.kubeletDo(&e.admin, "GET", "/stats/summary")
 		if err != nil || code != 200 || !strings.Contains(body, `"nodeName":"node-1"`) || !strings.Contains(body, `"workingSetBytes":3145728`) {
 			t.Errorf("summary: %d %v\n%s", code, err, body)
+		}
+	})
+
+	t.Run("kubectl top: the API server's metrics.k8s.io reads /metrics/resource", func(t *testing.T) {
+		var body []byte
+		e.eventually("pod metrics of web", func() (bool, error) {
+			var err error
+			body, err = e.c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web").DoRaw(ctx)
+			return err == nil, err
+		})
+		if !strings.Contains(string(body), `"name":"app"`) || !strings.Contains(string(body), `"memory":"3Mi"`) {
+			t.Errorf("pod metrics %s", body)
+		}
+		body, err := e.c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/nodes/" + testNode).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(body), `"cpu"`) {
+			t.Errorf("node metrics %s: %v", body, err)
 		}
 	})
 
@@ -613,6 +505,22 @@ func TestKubeletE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod deleted while the kubelet was down is removed when it comes back", func(t *testing.T) {
+		p := e.pod("needs-config")
+		if obs, err := e.kl.k.obs.observe(ctx, string(p.UID)); err != nil || len(obs.running()) == 0 {
+			t.Fatalf("needs-config not running: %v", err)
+		}
+		e.kl.stop()
+		if err := pods.Delete(ctx, "needs-config", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		e.eventually("needs-config gone from the runtime", func() (bool, error) {
+			obs, err := e.kl.k.obs.observe(ctx, string(p.UID))
+			return err == nil && obs.empty(), err
+		})
+	})
+
 	t.Run("syncs with nothing new write nothing", func(t *testing.T) {
 		before := e.pod("web")
 		for range 3 {
@@ -642,6 +550,9 @@ func TestKubeletE2E(t *testing.T) {
 			_, err = os.Stat(filepath.Join(e.root, "kubelet", "pods", string(p.UID)))
 			return os.IsNotExist(err), nil
 		})
+		if mps, err := mountsUnder(e.root); err != nil || len(mps) != 0 {
+			t.Errorf("mounts left: %v %v", mps, err)
+		}
 	})
 
 	t.Run("a sandbox of no pod is removed (orphan GC)", func(t *testing.T) {

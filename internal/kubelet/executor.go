@@ -43,6 +43,7 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 	var res execResult
 	log := k.cfg.Logger.With("pod_uid", w.uid)
 	failed := map[string]bool{} // containers whose earlier step failed
+	pulled := map[string]bool{} // containers whose image this plan pulled
 
 	// The sandbox containers start in: the current one, or the one this
 	// plan creates.
@@ -94,19 +95,32 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 			}
 			k.obs.forget(a.SandboxID)
 		case actCreateSandbox:
+			if a.Attempt > 0 {
+				k.event(pod, "", "Normal", eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+			}
 			id, ips, err := k.createSandbox(ctx, pod, a.Attempt)
 			if err != nil {
 				log.Warn("create pod sandbox", "err", err)
 				for _, c := range allContainers(pod) {
 					res.fail(c, reasonContainerCreating, fmt.Sprintf("Failed to create pod sandbox: %v", err), err)
 				}
+				k.event(pod, "", "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 				return res
 			}
 			sandboxID, sandboxIPs, sbAttempt = id, ips, a.Attempt
 			log.Info("pod sandbox created", "id", id, "attempt", a.Attempt, "ips", ips)
 		case actPullImage:
+			k.event(pod, a.Container, "Normal", eventPulling, "Pulling image %q", a.Image)
+			began := k.cfg.Clock.Now()
 			err := k.pullImage(ctx, pod, a.Image, sbAttempt)
 			now := k.cfg.Clock.Now()
+			if err != nil && ctx.Err() == nil {
+				k.event(pod, a.Container, "Warning", eventFailed, "Failed to pull image %q: %v", a.Image, err)
+				k.event(pod, a.Container, "Warning", eventFailed, "Error: %s", reasonErrImagePull)
+			}
+			if err == nil {
+				k.event(pod, a.Container, "Normal", eventPulled, "Successfully pulled image %q in %v", a.Image, now.Sub(began).Round(time.Millisecond))
+			}
 			if err != nil {
 				var prev *backoffEntry
 				if e, ok := w.backoff[a.BackoffKey]; ok {
@@ -121,6 +135,7 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 				continue
 			}
 			delete(w.backoff, a.BackoffKey)
+			pulled[a.Container] = true
 		case actStartContainer:
 			if sandboxID == "" {
 				failed[a.Container] = true
@@ -137,15 +152,22 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 						res.fail(c, reasonContainerCreating, err.Error(), err)
 					}
 					log.Warn("volumes", "err", err)
+					k.event(pod, "", "Warning", eventFailedMount, "%v", err)
 					return res
 				}
 			}
 			if a.BackoffKey != "" {
 				w.backoff[a.BackoffKey] = a.Backoff
 			}
+			if c := findContainer(pod, a.Container); c != nil && !pulled[a.Container] {
+				k.event(pod, a.Container, "Normal", eventPulled, "Container image %q already present on machine", c.Image)
+			}
 			if reason, err := k.startContainer(ctx, pod, a, sandboxID, sbAttempt, sandboxIPs, vols); err != nil {
 				failed[a.Container] = true
 				res.fail(a.Container, reason, err.Error(), err)
+				if ctx.Err() == nil {
+					k.event(pod, a.Container, "Warning", eventFailed, "Error: %v", err)
+				}
 				log.Info("container start failed", "container", a.Container, "reason", reason, "err", err)
 			}
 		}
@@ -239,6 +261,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a action,
 	}); err != nil {
 		return reasonCreateContainerErr, err
 	}
+	k.event(pod, c.Name, "Normal", eventCreated, "Created container: %s", c.Name)
 	if err := k.criDo(ctx, func(cc context.Context) error {
 		_, err := k.cri.rt.StartContainer(cc, &cri.StartContainerRequest{ContainerId: id})
 		return err
@@ -246,6 +269,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a action,
 		return reasonRunContainerError, err
 	}
 	k.cfg.Logger.Info("container started", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", id, "restart", restart)
+	k.event(pod, c.Name, "Normal", eventStarted, "Started container %s", c.Name)
 	if h := c.Lifecycle; h != nil && h.PostStart != nil && h.PostStart.Exec != nil {
 		// As upstream: a failed postStart hook kills the container, which
 		// then restarts as its policy says.
@@ -283,6 +307,9 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 		go func() {
 			defer wg.Done()
 			start := k.cfg.Clock.Now()
+			if a.Container != "" {
+				k.event(pod, a.Container, "Normal", eventKilling, "Stopping container %s", a.Container)
+			}
 			if c := findContainer(pod, a.Container); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
 				k.runPreStop(ctx, a.ContainerID, c.Lifecycle.PreStop.Exec.Command, a.Grace)
 			}

@@ -31,7 +31,8 @@ type fakeCRI struct {
 	containers map[string]*fakeContainer
 	images     map[string]bool
 	pullErr    map[string]string
-	exitAtOnce map[string]int32 // container name → exit code right after start
+	pullHang   map[string]chan struct{} // image → closed when a pull of it began; the pull never ends
+	exitAtOnce map[string]int32         // container name → exit code right after start
 	nextID     int
 	streamURL  string
 	starts     int
@@ -70,7 +71,7 @@ func startFakeCRI(t *testing.T) *fakeCRI {
 		t.Fatal(err)
 	}
 	f := &fakeCRI{sandboxes: map[string]*fakeSandbox{}, containers: map[string]*fakeContainer{}, images: map[string]bool{},
-		pullErr: map[string]string{}, exitAtOnce: map[string]int32{}, endpoint: "unix://" + sock}
+		pullErr: map[string]string{}, pullHang: map[string]chan struct{}{}, exitAtOnce: map[string]int32{}, endpoint: "unix://" + sock}
 	srv := grpc.NewServer()
 	cri.RegisterRuntimeServiceServer(srv, f)
 	cri.RegisterImageServiceServer(srv, f)
@@ -346,8 +347,18 @@ func (f *fakeCRI) ImageStatus(_ context.Context, r *cri.ImageStatusRequest) (*cr
 	return &cri.ImageStatusResponse{Image: &cri.Image{Id: "sha256:" + r.Image.Image, RepoTags: []string{r.Image.Image}, Size: 1000}}, nil
 }
 
-func (f *fakeCRI) PullImage(_ context.Context, r *cri.PullImageRequest) (*cri.PullImageResponse, error) {
+func (f *fakeCRI) PullImage(ctx context.Context, r *cri.PullImageRequest) (*cri.PullImageResponse, error) {
 	f.mu.Lock()
+	if began, ok := f.pullHang[r.Image.Image]; ok {
+		f.mu.Unlock()
+		select {
+		case <-began:
+		default:
+			close(began)
+		}
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	defer f.mu.Unlock()
 	if msg, ok := f.pullErr[r.Image.Image]; ok {
 		return nil, status.Error(codes.NotFound, msg)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rudder-dev/rudder/internal/kubeletapi"
@@ -46,6 +47,7 @@ type Kubelet struct {
 
 	mu       sync.Mutex
 	workers  map[types.UID]*podWorker
+	admitted map[types.UID]bool // admit.go
 	wg       sync.WaitGroup
 	runCtx   context.Context
 	relisted map[types.UID]string // the last relist's fingerprint of each pod
@@ -55,6 +57,10 @@ type Kubelet struct {
 	lease    leaseState
 
 	ready chan struct{}
+	// recorder records events (events.go); set by Run.
+	recorder record.EventRecorder
+	// statuses is the last status computed per pod UID (statuswriter.go).
+	statuses sync.Map
 	// syncs counts finished pod syncs (tests wait on it).
 	syncs atomic.Int64
 }
@@ -88,6 +94,7 @@ func New(cfg Config) (*Kubelet, error) {
 		minOOM:   minOOMScoreAdj(),
 		started:  cfg.Clock.Now(),
 		workers:  map[types.UID]*podWorker{},
+		admitted: map[types.UID]bool{},
 		relisted: map[types.UID]string{},
 		ready:    make(chan struct{}),
 	}
@@ -194,6 +201,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	go func() { serveErr <- srv.Serve(k.tlsListener()) }()
 	defer srv.Close()
 
+	k.startEvents(ctx)
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}
@@ -271,9 +279,14 @@ func (k *Kubelet) podChanged(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if p, ok := obj.(*corev1.Pod); ok {
-		k.trigger(p.UID)
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
+	if p.DeletionTimestamp != nil || k.podByUID(p.UID) == nil {
+		k.interrupt(p.UID)
+	}
+	k.trigger(p.UID)
 }
 
 // hostIPs are the node's addresses pods see as status.hostIP(s).

@@ -42,7 +42,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, parts []stri
 		return
 	}
 	opts := kubeletapi.ParseLogOptions(r.URL.Query(), k.cfg.Clock.Now())
-	id, err := logContainerID(pod, container, opts.Previous)
+	id, err := logContainerID(pod.Name, k.podStatus(pod), container, opts.Previous)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -166,9 +166,9 @@ func (k *Kubelet) containerLogFile(ctx context.Context, id string) (string, bool
 
 // logContainerID picks the instance whose log to read, from the pod's
 // status, or says why there is none.
-func logContainerID(pod *corev1.Pod, container string, previous bool) (string, error) {
+func logContainerID(podName string, st *corev1.PodStatus, container string, previous bool) (string, error) {
 	var cs *corev1.ContainerStatus
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
 			if list[i].Name == container {
 				cs = &list[i]
@@ -176,14 +176,14 @@ func logContainerID(pod *corev1.Pod, container string, previous bool) (string, e
 		}
 	}
 	if cs == nil {
-		return "", fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+		return "", fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, podName)
 	}
 	last := cs.LastTerminationState.Terminated
 	id := ""
 	switch {
 	case previous:
 		if last == nil || last.ContainerID == "" {
-			return "", fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+			return "", fmt.Errorf("previous terminated container %q in pod %q not found", container, podName)
 		}
 		id = last.ContainerID
 	case cs.State.Running != nil:
@@ -194,22 +194,22 @@ func logContainerID(pod *corev1.Pod, container string, previous bool) (string, e
 			id = last.ContainerID
 		}
 		if id == "" {
-			return "", fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+			return "", fmt.Errorf("container %q in pod %q is terminated", container, podName)
 		}
 	case last != nil && last.ContainerID != "":
 		id = last.ContainerID
 	case cs.State.Waiting != nil:
 		switch reason := cs.State.Waiting.Reason; reason {
 		case reasonErrImagePull:
-			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name)
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, podName)
 		case reasonImagePullBackOff:
-			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, podName)
 		default:
-			return "", fmt.Errorf("container %q in pod %q is waiting to start: %s", container, pod.Name, reason)
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: %s", container, podName, reason)
 		}
 	}
 	if id == "" {
-		return "", fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+		return "", fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, podName)
 	}
 	if _, raw, ok := strings.Cut(id, "://"); ok {
 		id = raw

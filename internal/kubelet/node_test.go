@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,41 @@ func TestOSImage(t *testing.T) {
 	}
 	if got := osImage(""); got != "Linux" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestAdmitPod(t *testing.T) {
+	alloc := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	asking := func(cpu, mem string) *corev1.Pod {
+		p := testPod(corev1.RestartPolicyAlways, "c")
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{}
+		if cpu != "" {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name           string
+		pod            *corev1.Pod
+		admitted       []*corev1.Pod
+		reason, prefix string
+	}{
+		{"fits", asking("1", "512Mi"), []*corev1.Pod{asking("500m", "")}, "", ""},
+		{"pods full", asking("", ""), []*corev1.Pod{asking("", ""), asking("", ""), asking("", "")}, "OutOfpods",
+			"Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
+		{"cpu", asking("1500m", ""), []*corev1.Pod{asking("1", "")}, "OutOfcpu",
+			"Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"},
+		{"memory", asking("", "2Gi"), nil, "OutOfmemory", "Node didn't have enough resource: memory, requested: 2147483648"},
+		{"best effort always fits but for the pod count", asking("", ""), []*corev1.Pod{asking("2", "1Gi")}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, msg := admitPod(tc.pod, tc.admitted, alloc)
+			if reason != tc.reason || !strings.HasPrefix(msg, tc.prefix) {
+				t.Errorf("got %q %q, want %q %q", reason, msg, tc.reason, tc.prefix)
+			}
+		})
 	}
 }

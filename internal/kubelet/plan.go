@@ -91,18 +91,17 @@ type waiting struct {
 
 // Waiting reasons, as upstream's kubelet spells them.
 const (
-	reasonContainerCreating   = "ContainerCreating"
-	reasonPodInitializing     = "PodInitializing"
-	reasonCrashLoopBackOff    = "CrashLoopBackOff"
-	reasonErrImagePull        = "ErrImagePull"
-	reasonImagePullBackOff    = "ImagePullBackOff"
-	reasonErrImageNeverPull   = "ErrImageNeverPull"
-	reasonInvalidImageName    = "InvalidImageName"
-	reasonCreateConfigError   = "CreateContainerConfigError"
-	reasonCreateContainerErr  = "CreateContainerError"
-	reasonRunContainerError   = "RunContainerError"
-	reasonPostStartHookError  = "PostStartHookError"
-	reasonCreatePodSandboxErr = "CreatePodSandboxError"
+	reasonContainerCreating  = "ContainerCreating"
+	reasonPodInitializing    = "PodInitializing"
+	reasonCrashLoopBackOff   = "CrashLoopBackOff"
+	reasonErrImagePull       = "ErrImagePull"
+	reasonImagePullBackOff   = "ImagePullBackOff"
+	reasonErrImageNeverPull  = "ErrImageNeverPull"
+	reasonInvalidImageName   = "InvalidImageName"
+	reasonCreateConfigError  = "CreateContainerConfigError"
+	reasonCreateContainerErr = "CreateContainerError"
+	reasonRunContainerError  = "RunContainerError"
+	reasonPostStartHookError = "PostStartHookError"
 )
 
 // planInput is everything a plan reads.

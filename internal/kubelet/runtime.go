@@ -224,6 +224,23 @@ func (o *observer) forget(ids ...string) {
 	}
 }
 
+// prune drops what is cached of containers and sandboxes the runtime no
+// longer has (removed by someone else: crictl rm).
+func (o *observer) prune(live map[string]bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id := range o.containers {
+		if !live[id] {
+			delete(o.containers, id)
+		}
+	}
+	for id := range o.sandboxIPs {
+		if !live[id] {
+			delete(o.sandboxIPs, id)
+		}
+	}
+}
+
 func criState(s cri.ContainerState) containerState {
 	switch s {
 	case cri.ContainerState_CONTAINER_CREATED:

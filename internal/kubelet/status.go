@@ -72,6 +72,12 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	}
 	sb := obs.latestSandbox()
 	switch {
+	case pod.Spec.HostNetwork && len(in.HostIPs) > 0:
+		// On the host's network the pod's address is the node's.
+		for _, ip := range in.HostIPs {
+			st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})
+		}
+		st.PodIP = in.HostIPs[0]
 	case sb != nil && len(sb.IPs) > 0:
 		for _, ip := range sb.IPs {
 			st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})

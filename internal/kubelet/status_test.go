@@ -249,6 +249,11 @@ func TestStatusDetails(t *testing.T) {
 	if len(st.Conditions) != 6 {
 		t.Errorf("%d conditions, want 6: %+v", len(st.Conditions), st.Conditions)
 	}
+	hn := pod.DeepCopy()
+	hn.Spec.HostNetwork = true
+	if st := computeStatus(statusInput{Pod: hn, Observed: obs, Now: t0, HostIPs: []string{"192.0.2.7"}}); st.PodIP != "192.0.2.7" || len(st.PodIPs) != 1 {
+		t.Errorf("host network pod IPs %q %v, want the node's", st.PodIP, st.PodIPs)
+	}
 	pod.Status.Phase = corev1.PodSucceeded
 	if st := computeStatus(statusInput{Pod: pod, Observed: obs, Now: t0}); st.Phase != corev1.PodSucceeded {
 		t.Errorf("a terminal phase went back to %s", st.Phase)
@@ -315,7 +320,8 @@ func TestLogContainerID(t *testing.T) {
 			`container "c" in pod "p" is waiting to start: ContainerCreating`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, err := logContainerID(pod(tc.cs), "c", tc.previous)
+			p := pod(tc.cs)
+			id, err := logContainerID(p.Name, &p.Status, "c", tc.previous)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

@@ -31,6 +31,8 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObser
 	for try := 0; ; try++ {
 		st := computeStatus(statusInput{Pod: pod, Observed: obs, Waiting: waits, Now: k.cfg.Clock.Now(), HostIPs: k.hostIPs(),
 			RuntimeName: k.runtimeName, Terminated: terminated})
+		// The kubelet's own view, newer than its informer's (logs read it).
+		k.statuses.Store(pod.UID, &st)
 		if string(statusBytes(&st)) == string(statusBytes(&pod.Status)) {
 			return nil
 		}
@@ -56,6 +58,25 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObser
 			return fmt.Errorf("status of %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
+}
+
+// writeRejection writes a rejected pod's final status.
+func (k *Kubelet) writeRejection(ctx context.Context, pod *corev1.Pod, reason, message string) {
+	np := pod.DeepCopy()
+	np.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message, QOSClass: podQOS(pod),
+		Conditions: pod.Status.Conditions, StartTime: pod.Status.StartTime}
+	if _, err := k.client().CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, np, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		k.cfg.Logger.Warn("cannot write a rejected pod's status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// podStatus is the status the kubelet last computed for pod, else the
+// API's.
+func (k *Kubelet) podStatus(pod *corev1.Pod) *corev1.PodStatus {
+	if st, ok := k.statuses.Load(pod.UID); ok {
+		return st.(*corev1.PodStatus)
+	}
+	return &pod.Status
 }
 
 // deletePod finishes a graceful deletion: nothing of the pod runs, so

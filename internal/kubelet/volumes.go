@@ -24,7 +24,8 @@ import (
 )
 
 // Pod volumes, kept under <RootDir>/pods/<uid>/volumes/<plugin>/<name> as
-// upstream lays them out: emptyDir directories, and configMap, secret,
+// upstream lays them out: emptyDir directories (tmpfs mounts for medium
+// Memory, mounts.go), and configMap, secret,
 // downwardAPI and projected volumes (service account tokens by the
 // TokenRequest API) written as files. hostPath volumes are the host's
 // directories. Other kinds (persistent volumes) are not supported yet: a
@@ -80,6 +81,15 @@ func (k *Kubelet) setupVolumes(ctx context.Context, pod *corev1.Pod, podIPs []st
 			err = os.MkdirAll(pv.hostPath, 0o777)
 			if err == nil {
 				err = os.Chmod(pv.hostPath, 0o777) // beat the umask: any user may write
+			}
+			switch v.EmptyDir.Medium {
+			case corev1.StorageMediumDefault:
+			case corev1.StorageMediumMemory:
+				if err == nil {
+					err = mountTmpfs(pv.hostPath, k.memoryEmptyDirSize(v.EmptyDir))
+				}
+			default:
+				err = fmt.Errorf("emptyDir medium %q is not supported", v.EmptyDir.Medium)
 			}
 		case v.HostPath != nil:
 			pv.hostPath, err = hostPathVolume(v.HostPath)

@@ -56,3 +56,16 @@ func TestWriteAtomic(t *testing.T) {
 		}
 	}
 }
+
+func TestUnescapeMountPath(t *testing.T) {
+	for in, want := range map[string]string{
+		`/var/lib/kubelet`:        "/var/lib/kubelet",
+		`/tmp/with\040space`:      "/tmp/with space",
+		`/tmp/tab\011and\134back`: "/tmp/tab\tand\\back",
+		`/tmp/trailing\04`:        `/tmp/trailing\04`,
+	} {
+		if got := unescapeMountPath(in); got != want {
+			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

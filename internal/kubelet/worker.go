@@ -31,6 +31,27 @@ type podWorker struct {
 	// backoff is the pod's restart and pull back-offs; only the
 	// worker's goroutine touches it.
 	backoff map[string]backoffEntry
+	// cancel ends the sync in progress when it is starting the pod and
+	// the pod is being deleted (a long pull must not hold up the
+	// deletion); nil otherwise. Guarded by Kubelet.mu.
+	cancel context.CancelFunc
+}
+
+// interrupt ends pod uid's sync in progress if it is starting the pod.
+func (k *Kubelet) interrupt(uid types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w, ok := k.workers[uid]; ok && w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// setInterruptible lets (cancel non-nil) or stops letting the sync in
+// progress be interrupted.
+func (k *Kubelet) setInterruptible(w *podWorker, cancel context.CancelFunc) {
+	k.mu.Lock()
+	w.cancel = cancel
+	k.mu.Unlock()
 }
 
 // trigger wakes pod uid's worker, starting one if needed.
@@ -66,7 +87,10 @@ func (k *Kubelet) runWorker(ctx context.Context, w *podWorker) {
 		case <-resync.C():
 		case <-requeue:
 		}
-		done, after := k.syncPod(ctx, w)
+		sctx, cancel := context.WithCancel(ctx)
+		done, after := k.syncPod(sctx, w, cancel)
+		k.setInterruptible(w, nil)
+		cancel()
 		k.syncs.Add(1)
 		if done {
 			k.mu.Lock()
@@ -92,7 +116,9 @@ const errorRetry = 2 * time.Second
 
 // syncPod is one pass over pod uid. It reports whether the worker is done
 // (the pod is gone from the API and the runtime) and when to sync again.
-func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duration) {
+// cancel ends ctx: a sync that starts the pod may be interrupted by its
+// deletion.
+func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.CancelFunc) (bool, time.Duration) {
 	log := k.cfg.Logger.With("pod_uid", w.uid)
 	pod := k.podByUID(w.uid)
 	if pod != nil {
@@ -105,11 +131,34 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duratio
 	}
 	if pod == nil && obs.empty() {
 		k.cleanupPod(string(w.uid))
+		k.forgetAdmitted(w.uid)
 		return true, 0
+	}
+	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) && !k.admit(ctx, pod, obs) {
+		return false, 0 // rejected: its status says why, for good
 	}
 	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
 	p := computePlan(in)
+	for c, wt := range p.Waiting {
+		switch wt.Reason {
+		case reasonCrashLoopBackOff:
+			k.event(pod, c, "Warning", eventBackOff, "Back-off restarting failed container %s in pod %s", c, podRef(pod))
+		case reasonImagePullBackOff:
+			k.event(pod, c, "Normal", eventBackOff, "Back-off pulling image %q", findContainer(pod, c).Image)
+		case reasonErrImageNeverPull, reasonInvalidImageName:
+			k.event(pod, c, "Warning", wt.Reason, "%s", wt.Message)
+		}
+	}
+	if !p.Stopping {
+		k.setInterruptible(w, cancel)
+		if pod.DeletionTimestamp == nil && k.deleting(w.uid) {
+			cancel() // deleted between the read and now
+		}
+	}
 	res := k.execute(ctx, w, pod, p, obs)
+	if ctx.Err() != nil {
+		return false, time.Millisecond // interrupted: stop it at once
+	}
 	if len(p.Actions) > 0 {
 		if obs, err = k.obs.observe(ctx, string(w.uid)); err != nil {
 			log.Warn("sync: cannot read the pod from the runtime", "err", err)
@@ -160,6 +209,12 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker) (bool, time.Duratio
 	return false, after
 }
 
+// deleting reports whether the API's pod uid is being deleted or gone.
+func (k *Kubelet) deleting(uid types.UID) bool {
+	p := k.podByUID(uid)
+	return p == nil || p.DeletionTimestamp != nil
+}
+
 // imagesPresent asks the runtime which of the pod's images it has.
 func (k *Kubelet) imagesPresent(ctx context.Context, pod *corev1.Pod) map[string]bool {
 	if pod == nil {
@@ -208,10 +263,17 @@ func (k *Kubelet) removePod(ctx context.Context, uid string, obs podObserved) {
 // termination messages) and tokens. Its logs go with its containers.
 func (k *Kubelet) cleanupPod(uid string) {
 	k.tokens.forgetPod(uid)
+	k.statuses.Delete(types.UID(uid))
 	if uid == "" || strings.ContainsAny(uid, "/.") {
 		return
 	}
-	if err := os.RemoveAll(k.podDir(uid)); err != nil {
+	dir := k.podDir(uid)
+	if err := unmountUnder(dir); err != nil {
+		// Removing would reach into what is still mounted: leave it.
+		k.cfg.Logger.Warn("unmount pod volumes", "uid", uid, "err", err)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		k.cfg.Logger.Warn("remove pod directory", "uid", uid, "err", err)
 	}
 }
@@ -246,16 +308,20 @@ func (k *Kubelet) relist(ctx context.Context) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	parts := map[types.UID][]string{}
+	live := map[string]bool{}
 	for _, s := range sbs.Items {
+		live[s.Id] = true
 		if uid := s.Labels[labelPodUID]; uid != "" {
 			parts[types.UID(uid)] = append(parts[types.UID(uid)], s.Id+"="+s.State.String())
 		}
 	}
 	for _, c := range cs.Containers {
+		live[c.Id] = true
 		if uid := c.Labels[labelPodUID]; uid != "" {
 			parts[types.UID(uid)] = append(parts[types.UID(uid)], c.Id+"="+c.State.String())
 		}
 	}
+	k.obs.prune(live)
 	now := map[types.UID]string{}
 	for uid, p := range parts {
 		sort.Strings(p)
