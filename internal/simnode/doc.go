@@ -131,7 +131,9 @@
 //   - /containerLogs/{namespace}/{pod}/{container}: three synthesized
 //     lines (tailLines, limitBytes, sinceSeconds, sinceTime and
 //     timestamps honoured); with follow=true one more line a second until
-//     the client leaves or the container stops.
+//     the client leaves or the container stops; with previous=true the
+//     log of the run before a restart, or the kubelet's 400 "previous
+//     terminated container ... not found" when there was none.
 //
 // Usage: a pod annotated simnode.rudder.dev/cpu-usage and/or
 // simnode.rudder.dev/memory-usage (quantities: "250m", "300Mi") uses that,

@@ -114,7 +114,7 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 		return
 	}
 	container := parts[2]
-	lines, err := containerLog(pod, container, n.name)
+	lines, err := containerLog(pod, container, n.name, r.URL.Query().Get("previous") == "true")
 	if err != nil {
 		// As the kubelet: an unknown container is 404, one not started 400.
 		code := http.StatusBadRequest
@@ -132,8 +132,8 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 			return
 		}
 	}
-	if !opts.follow {
-		return
+	if !opts.follow || r.URL.Query().Get("previous") == "true" {
+		return // a previous run's log has ended
 	}
 	flusher, _ := w.(http.Flusher)
 	flush := func() {
