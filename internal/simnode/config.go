@@ -41,6 +41,12 @@ const (
 	// without it (the names upstream's e2e tests use for images that
 	// cannot exist); the annotation's value, if any, is the message.
 	AnnotationImagePullError = "simnode.rudder.dev/image-pull-error"
+	// AnnotationReady set to "false" on a pod is a readiness probe that
+	// fails: its containers run but are not ready, and so neither is the
+	// pod, until the annotation is removed or set to anything else. This,
+	// not a write of the pod's status, is how to make a pod unready: the
+	// node writes back the status it runs, as a kubelet does.
+	AnnotationReady = "simnode.rudder.dev/ready"
 )
 
 // KubeletVersion is what simulated nodes report in nodeInfo: the API

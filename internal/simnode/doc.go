@@ -92,7 +92,8 @@
 //     marked not Ready (the node lifecycle controller, while the node was
 //     lost) is Ready again once the node is back, a spec change is
 //     reported in status.observedGeneration, a changed image restarts the
-//     container with it;
+//     container with it. To make a pod unready, as a failing readiness
+//     probe would, annotate it simnode.rudder.dev/ready=false;
 //   - fails a pod past spec.activeDeadlineSeconds (DeadlineExceeded);
 //   - when the pod is deleted gracefully, waits PodStopDelay (500 ms, never
 //     more than the grace period) and confirms with a zero-grace DELETE

@@ -274,12 +274,21 @@ func setReadyConditions(pod *corev1.Pod, st *corev1.PodStatus, ts metav1.Time) {
 	gen := pod.Generation
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}, ts, gen)
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, ts, gen)
+	probeFails := pod.Annotations[AnnotationReady] == "false"
+	for i := range st.ContainerStatuses {
+		st.ContainerStatuses[i].Ready = !probeFails
+	}
 	ready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}
-	if msg := unreadyGates(pod, st); msg != "" {
+	containersReady := corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}
+	if probeFails {
+		msg := "containers with unready status: [" + containerNames(pod) + "]"
+		ready = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: msg}
+		containersReady = corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: msg}
+	} else if msg := unreadyGates(pod, st); msg != "" {
 		ready = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: msg}
 	}
 	setPodCondition(st, ready, ts, gen)
-	setPodCondition(st, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, ts, gen)
+	setPodCondition(st, containersReady, ts, gen)
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, ts, gen)
 }
 

@@ -142,7 +142,7 @@ func pullMessage(pod *corev1.Pod, image, reason string) string {
 // from what its node runs: a generation not yet observed, a container
 // whose image the spec changed, or — every container running — readiness
 // conditions another writer changed (the node lifecycle controller's
-// Ready=False during an outage).
+// Ready=False during an outage), or that AnnotationReady changes.
 func needsReassert(pod *corev1.Pod) bool {
 	if pod.Status.ObservedGeneration != pod.Generation {
 		return true
@@ -157,6 +157,11 @@ func needsReassert(pod *corev1.Pod) bool {
 	}
 	want := pod.Status.DeepCopy()
 	setReadyConditions(pod, want, metav1.Now())
+	for i, cs := range want.ContainerStatuses {
+		if cs.Ready != pod.Status.ContainerStatuses[i].Ready {
+			return true
+		}
+	}
 	for _, w := range want.Conditions {
 		found := false
 		for _, c := range pod.Status.Conditions {

@@ -107,6 +107,8 @@ func TestPlanPod(t *testing.T) {
 			podPlan{}},
 		{"readiness another writer took away is re-asserted", testPod(started(t0), markedNotReady), podMemory{runStart: t0}, t0.Add(time.Hour),
 			podPlan{step: stepReassert}},
+		{"a failing readiness probe takes readiness away", testPod(started(t0), annotate(AnnotationReady, "false")), podMemory{runStart: t0}, t0.Add(time.Hour),
+			podPlan{step: stepReassert}},
 		{"a new generation is observed", testPod(started(t0), func(p *corev1.Pod) { p.Generation = 2 }), podMemory{runStart: t0}, t0.Add(time.Hour),
 			podPlan{step: stepReassert}},
 		{"a crash-looping pod is not made ready", testPod(restartPolicy(corev1.RestartPolicyOnFailure), annotate(AnnotationExitCode, "1"), started(t0),
