@@ -12,9 +12,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	openapiutil "k8s.io/kube-openapi/pkg/builder3/util"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/apiserver/openapi"
 )
@@ -60,11 +64,42 @@ func crdOpenAPISchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiexten
 	if out.Properties == nil {
 		out.Properties = map[string]spec.Schema{}
 	}
-	out.Properties["apiVersion"] = *spec.StringProperty().WithDescription("APIVersion defines the versioned schema of this representation of an object.")
-	out.Properties["kind"] = *spec.StringProperty().WithDescription("Kind is a string value representing the REST resource this object represents.")
+	typeMeta := metav1.TypeMeta{}.SwaggerDoc()
+	out.Properties["apiVersion"] = *spec.StringProperty().WithDescription(typeMeta["apiVersion"])
+	out.Properties["kind"] = *spec.StringProperty().WithDescription(typeMeta["kind"])
 	out.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef(refPrefix + objectMetaModel)}}
-	out.AddExtension("x-kubernetes-group-version-kind", []interface{}{map[string]interface{}{
+	addGVKExtension(out, crd, v)
+	return out, nil
+}
+
+func addGVKExtension(s *spec.Schema, crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) {
+	s.AddExtension("x-kubernetes-group-version-kind", []interface{}{map[string]interface{}{
 		"group": crd.Spec.Group, "version": v.Name, "kind": crd.Spec.Names.Kind}})
+}
+
+// crdPublishedSchema is the schema of a custom kind in the OpenAPI
+// documents, as upstream publishes it: crdOpenAPISchema with metadata
+// described as every kind's is (kubectl explain <kind>.metadata prints
+// it); in v3 a reference with such siblings wrapped in allOf. A version
+// without a schema, or one that keeps unknown fields in the v2 document,
+// is published as a bare object: properties there would make kubectl
+// refuse every field not listed.
+func crdPublishedSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, refPrefix string, v2 bool) (*spec.Schema, error) {
+	noSchema := v.Schema == nil || v.Schema.OpenAPIV3Schema == nil
+	if noSchema || v2 && (crd.Spec.PreserveUnknownFields || ptr.Deref(v.Schema.OpenAPIV3Schema.XPreserveUnknownFields, false)) {
+		out := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+		addGVKExtension(out, crd, v)
+		return out, nil
+	}
+	out, err := crdOpenAPISchema(crd, v, refPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out.Properties["metadata"] = *spec.RefSchema(refPrefix + objectMetaModel).
+		WithDescription(metav1beta1.PartialObjectMetadata{}.SwaggerDoc()["metadata"])
+	if !v2 {
+		out = openapiutil.WrapRefs(out)
+	}
 	return out, nil
 }
 
@@ -137,7 +172,7 @@ func buildCRDOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition) *crdOpenA
 			if !v.Served {
 				continue
 			}
-			s, err := crdOpenAPISchema(crd, v, "#/components/schemas/")
+			s, err := crdPublishedSchema(crd, v, "#/components/schemas/", false)
 			if err != nil {
 				continue
 			}
@@ -155,7 +190,7 @@ func buildCRDOpenAPI(crds []*apiextensionsv1.CustomResourceDefinition) *crdOpenA
 			d.schemas[model] = s
 			d.schemas[listModel] = crdListSchema(crd, v, model, "#/components/schemas/")
 			crdPaths(d.paths, crd, v, model, listModel, false)
-			if s2, err := crdOpenAPISchema(crd, v, "#/definitions/"); err == nil {
+			if s2, err := crdPublishedSchema(crd, v, "#/definitions/", true); err == nil {
 				out.v2Defs[model] = s2
 				out.v2Defs[listModel] = crdListSchema(crd, v, model, "#/definitions/")
 				crdPaths(out.v2Paths, crd, v, model, listModel, true)

@@ -10,6 +10,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/bootstrap"
 	"github.com/rudder-dev/rudder/internal/controllers/certificates"
+	"github.com/rudder-dev/rudder/internal/controllers/clusterroleaggregation"
 	"github.com/rudder-dev/rudder/internal/controllers/cronjob"
 	"github.com/rudder-dev/rudder/internal/controllers/daemonset"
 	"github.com/rudder-dev/rudder/internal/controllers/deployment"
@@ -64,6 +65,7 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		podgc.Descriptor,
 		disruption.Descriptor,
 		resourcequota.Descriptor,
+		clusterroleaggregation.Descriptor,
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
 		ttlafterfinished.Descriptor,

@@ -9,14 +9,26 @@
 //	defer srv.Stop()
 //	cfg, _ := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 //
-// Start-up order: certificates (pki) → etcd → API server watch caches
-// synced → bootstrap objects (system namespaces, RBAC policy) → listener →
+// Start-up order: data directory lock → certificates (pki) → etcd → API
+// server watch caches synced → bootstrap objects (system namespaces, RBAC
+// policy; existing bootstrap RBAC brought up to date unless annotated
+// rbac.authorization.kubernetes.io/autoupdate: "false") → listener →
 // ready → the Node authorizer's graph (reflectors over pods, claims and
 // volume attachments) → scheduler, controllers. Shutdown runs the other
-// way: the listener drains, watches end, then etcd closes its files.
+// way: the listener drains, watches end, then etcd closes its files and
+// the lock is released.
+//
+// The lock is an flock on <data-dir>/rudder.lock, holding the PID of the
+// server: a second server on the same directory fails at once naming
+// it, instead of waiting forever on etcd's own database lock.
 //
 // Authentication takes client certificates, the token file, bootstrap
 // tokens (kube-system/bootstrap-token-<id>, for joining nodes) and
 // service-account tokens; authorization is Node,RBAC behind the
 // system:masters short cut; NodeRestriction is on unless disabled.
+//
+// Once serving, a level-based loop (systemobjects.go) keeps the system
+// namespaces, the default/kubernetes Service and its Endpoints and
+// EndpointSlice (naming Config.AdvertiseAddress) in place, as upstream's
+// API server does: a deleted one is back within seconds.
 package server

@@ -25,12 +25,28 @@ const (
 	AnnotationStopped = "simnode.rudder.dev/stopped"
 	// AnnotationRunDuration on a pod with restartPolicy Never or OnFailure
 	// is how long its containers run (a Go duration such as "30s"), in
-	// place of Config.JobDuration.
+	// place of Config.JobDuration. Such a pod runs to completion only when
+	// a Job controls it or it carries this annotation or
+	// AnnotationExitCode: any other pod's containers run until deleted,
+	// as a server's would.
 	AnnotationRunDuration = "simnode.rudder.dev/run-duration"
 	// AnnotationExitCode on such a pod is the exit code its containers end
 	// with (default 0). Non-zero fails the pod (Never) or crash-loops the
 	// containers (OnFailure), as a kubelet would.
 	AnnotationExitCode = "simnode.rudder.dev/exit-code"
+	// AnnotationImagePullError on a pod makes its images fail to pull:
+	// the containers wait in ErrImagePull, then ImagePullBackOff, and the
+	// pod stays Pending. Images whose reference contains "invalid",
+	// "nonexistent", "non-existent" or "doesnotexist" fail the same way
+	// without it (the names upstream's e2e tests use for images that
+	// cannot exist); the annotation's value, if any, is the message.
+	AnnotationImagePullError = "simnode.rudder.dev/image-pull-error"
+	// AnnotationReady set to "false" on a pod is a readiness probe that
+	// fails: its containers run but are not ready, and so neither is the
+	// pod, until the annotation is removed or set to anything else. This,
+	// not a write of the pod's status, is how to make a pod unready: the
+	// node writes back the status it runs, as a kubelet does.
+	AnnotationReady = "simnode.rudder.dev/ready"
 )
 
 // KubeletVersion is what simulated nodes report in nodeInfo: the API
@@ -99,8 +115,8 @@ type Config struct {
 	// PodStopDelay is how long a deleted pod takes to stop before the node
 	// confirms its deletion (500 ms), never more than its grace period.
 	PodStopDelay time.Duration
-	// JobDuration is how long containers of restartPolicy Never/OnFailure
-	// pods run before they exit (5 s), unless annotated.
+	// JobDuration is how long containers of Job pods (restartPolicy
+	// Never/OnFailure) run before they exit (5 s), unless annotated.
 	JobDuration time.Duration
 	// RestartBackoff is the first crash-loop back-off (10 s), doubling per
 	// restart up to 5 min as in the kubelet.

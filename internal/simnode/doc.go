@@ -39,7 +39,9 @@
 //     watches by and workloads can select or tolerate on;
 //   - spec: podCIDR, the i-th /24 of 10.128.0.0/9; Config.Taints;
 //   - status: capacity and allocatable (cpu 32, memory 256Gi, pods 110,
-//     ephemeral-storage 100Gi and any extended resources), conditions
+//     ephemeral-storage 100Gi and any extended resources; an extended
+//     resource someone else patched into capacity is kept, and made
+//     allocatable, as a kubelet keeps it), conditions
 //     MemoryPressure/DiskPressure/PIDPressure False and Ready True
 //     (KubeletReady), nodeInfo (kubeletVersion v1.36.3-simnode, machine,
 //     system and boot IDs), an InternalIP from 198.18.0.0/15 (127.1.0.0/16
@@ -73,16 +75,30 @@
 //     PodScheduled True; every container running, started and ready with
 //     a simnode:// containerID and an imageID; init containers terminated
 //     Completed, sidecars running. hostNetwork pods get the node's IP;
-//   - for restartPolicy Never/OnFailure pods, after JobDuration (5 s) or
-//     the pod's simnode.rudder.dev/run-duration annotation, ends the
+//   - for the pods of a Job (restartPolicy Never/OnFailure), or pods
+//     annotated simnode.rudder.dev/run-duration or exit-code, after
+//     JobDuration (5 s) or the run-duration annotation, ends the
 //     containers with exit code 0 (Succeeded, reason Completed) or the
 //     simnode.rudder.dev/exit-code annotation's (Failed, reason Error; with
 //     OnFailure the containers instead crash-loop — CrashLoopBackOff, then
 //     a restart with restartCount+1, back-off 10 s doubling to 5 min);
+//     Any other pod runs until deleted, whatever its restartPolicy;
+//   - for a pod whose image cannot exist (its reference contains
+//     "invalid", "nonexistent", "non-existent" or "doesnotexist") or
+//     annotated simnode.rudder.dev/image-pull-error, writes the container
+//     waiting in ErrImagePull, then ImagePullBackOff, the pod Pending;
+//   - writes the status again whenever the API's copy differs from what
+//     it runs, as the kubelet's status manager does: a pod another writer
+//     marked not Ready (the node lifecycle controller, while the node was
+//     lost) is Ready again once the node is back, a spec change is
+//     reported in status.observedGeneration, a changed image restarts the
+//     container with it. To make a pod unready, as a failing readiness
+//     probe would, annotate it simnode.rudder.dev/ready=false;
 //   - fails a pod past spec.activeDeadlineSeconds (DeadlineExceeded);
 //   - when the pod is deleted gracefully, waits PodStopDelay (500 ms, never
 //     more than the grace period) and confirms with a zero-grace DELETE
-//     carrying the pod's UID as a precondition.
+//     carrying the pod's UID as a precondition — and again once the
+//     finalizers that held it are removed.
 //
 // Each step is one status write, planned by a pure function (planPod)
 // from the pod, the node's memory of it and the clock. The write's own
@@ -116,7 +132,9 @@
 //   - /containerLogs/{namespace}/{pod}/{container}: three synthesized
 //     lines (tailLines, limitBytes, sinceSeconds, sinceTime and
 //     timestamps honoured); with follow=true one more line a second until
-//     the client leaves or the container stops.
+//     the client leaves or the container stops; with previous=true the
+//     log of the run before a restart, or the kubelet's 400 "previous
+//     terminated container ... not found" when there was none.
 //
 // Usage: a pod annotated simnode.rudder.dev/cpu-usage and/or
 // simnode.rudder.dev/memory-usage (quantities: "250m", "300Mi") uses that,

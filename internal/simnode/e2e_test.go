@@ -224,7 +224,7 @@ func TestFleet(t *testing.T) {
 			code        int32
 			reason      string
 		}{
-			{"succeeds", corev1.RestartPolicyNever, nil, corev1.PodSucceeded, 0, "Completed"},
+			{"succeeds", corev1.RestartPolicyNever, map[string]string{simnode.AnnotationRunDuration: "100ms"}, corev1.PodSucceeded, 0, "Completed"},
 			{"fails with its exit code", corev1.RestartPolicyNever, map[string]string{simnode.AnnotationExitCode: "3"}, corev1.PodFailed, 3, "Error"},
 			{"runs as long as annotated", corev1.RestartPolicyOnFailure, map[string]string{simnode.AnnotationRunDuration: "1ms"}, corev1.PodSucceeded, 0, "Completed"},
 		} {

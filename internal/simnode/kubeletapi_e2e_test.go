@@ -184,6 +184,13 @@ func TestKubeletAPIWithKubectl(t *testing.T) {
 			t.Errorf("kubectl logs -f: %v (ended by the deadline?)", err)
 		}
 	})
+	t.Run("kubectl logs --previous of a container that never restarted", func(t *testing.T) {
+		out, err := kubectl("logs", "web", "-c", "app", "--previous")
+		want := `Error from server (BadRequest): previous terminated container "app" in pod "web" not found`
+		if err == nil || strings.TrimSpace(out) != want {
+			t.Errorf("kubectl logs --previous: %v\n%q\nwant %q", err, out, want)
+		}
+	})
 	t.Run("kubectl logs --limit-bytes", func(t *testing.T) {
 		out, err := kubectl("logs", "web", "-c", "app", "--limit-bytes=10")
 		if err != nil || out != "simnode: s" {

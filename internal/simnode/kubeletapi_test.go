@@ -170,14 +170,29 @@ func TestNodeCPUAdvance(t *testing.T) {
 
 func TestContainerLog(t *testing.T) {
 	pod := usagePod("web", nil, requesting("app", "", ""))
+	restarted := pod.DeepCopy()
+	cs := &restarted.Status.ContainerStatuses[0]
+	cs.RestartCount = 1
+	cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 2, ContainerID: "simnode://0",
+		StartedAt: cs.State.Running.StartedAt, FinishedAt: cs.State.Running.StartedAt}
+	pulling := pod.DeepCopy()
+	pulling.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}
 	for _, tc := range []struct {
 		name, container, wantErr, wantLine string
+		pod                                *corev1.Pod
+		previous                           bool
 	}{
-		{"a running container", "app", "", "simnode: starting container app (image img) of pod ns/web on node sim-0"},
-		{"no such container", "nope", `container "nope" not found in pod ns/web`, ""},
+		{"a running container", "app", "", "simnode: starting container app (image img) of pod ns/web on node sim-0", pod, false},
+		{"no such container", "nope", `container "nope" not found in pod ns/web`, "", pod, false},
+		{"no previous run", "app", `previous terminated container "app" in pod "web" not found`, "", pod, true},
+		{"the previous run of a restarted container", "app", "", "simnode: container app exited with code 2", restarted, true},
+		{"an image that does not pull", "app", `container "app" in pod "web" is waiting to start: trying and failing to pull image`, "", pulling, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lines, err := containerLog(pod, tc.container, "sim-0")
+			lines, err := containerLog(tc.pod, tc.container, "sim-0", tc.previous)
+			if err == nil && tc.previous {
+				lines = lines[len(lines)-1:]
+			}
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

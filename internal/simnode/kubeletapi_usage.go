@@ -158,24 +158,56 @@ func resourceMetricsText(u usage, nodeCPUSeconds float64, now time.Time) []byte 
 	return kubeletapi.ResourceMetricsText(ru)
 }
 
-// containerLog is the synthesized log of one of pod's containers.
-func containerLog(pod *corev1.Pod, container, node string) ([]kubeletapi.LogLine, error) {
+// containerLog synthesizes the log of a container: of its current run,
+// or with previous of the run before it, which only a restarted container
+// has. The errors are the kubelet's words, which kubectl prints: a
+// container not in the spec, one that has not started (the image pull
+// failing, or not yet created), no previous run.
+func containerLog(pod *corev1.Pod, container, node string, previous bool) ([]kubeletapi.LogLine, error) {
 	spec := kubeletContainerSpec(pod, container)
 	if spec == nil {
 		return nil, fmt.Errorf("container %q not found in pod %s/%s", container, pod.Namespace, pod.Name)
 	}
-	var started time.Time
+	var status *corev1.ContainerStatus
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for _, cs := range list {
-			if cs.Name != container {
-				continue
+		for i := range list {
+			if list[i].Name == container {
+				status = &list[i]
 			}
-			switch {
-			case cs.State.Running != nil:
-				started = cs.State.Running.StartedAt.Time
-			case cs.State.Terminated != nil:
-				started = cs.State.Terminated.StartedAt.Time
+		}
+	}
+	if status == nil {
+		return nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+	}
+	var started time.Time
+	switch last := status.LastTerminationState.Terminated; {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return nil, fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+		}
+		return []kubeletapi.LogLine{
+			{At: last.StartedAt.Time, Text: fmt.Sprintf("simnode: starting container %s (image %s) of pod %s/%s on node %s", container, spec.Image, pod.Namespace, pod.Name, node)},
+			{At: last.StartedAt.Time, Text: "simnode: this is a simulated node; no process runs and this log is synthesized"},
+			{At: last.FinishedAt.Time, Text: fmt.Sprintf("simnode: container %s exited with code %d", container, last.ExitCode)},
+		}, nil
+	case status.State.Running != nil:
+		started = status.State.Running.StartedAt.Time
+	case status.State.Terminated != nil:
+		started = status.State.Terminated.StartedAt.Time
+	case status.State.Waiting != nil:
+		switch reason := status.State.Waiting.Reason; reason {
+		case reasonErrImagePull:
+			return nil, fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name)
+		case reasonImagePullBackOff:
+			return nil, fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
+		case reasonCrashLoopBackOff:
+			if last != nil {
+				started = last.StartedAt.Time // the kubelet shows the last run's log
+				break
 			}
+			fallthrough
+		default:
+			return nil, fmt.Errorf("container %q in pod %q is waiting to start: %s", container, pod.Name, reason)
 		}
 	}
 	if started.IsZero() {

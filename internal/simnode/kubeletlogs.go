@@ -38,7 +38,7 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 		return
 	}
 	container := parts[2]
-	lines, err := containerLog(pod, container, n.name)
+	lines, err := containerLog(pod, container, n.name, r.URL.Query().Get("previous") == "true")
 	if err != nil {
 		// As the kubelet: an unknown container is 404, one not started 400.
 		code := http.StatusBadRequest
@@ -56,8 +56,8 @@ func (k *kubeletServer) serveLogs(w http.ResponseWriter, r *http.Request, n *sim
 			return
 		}
 	}
-	if !opts.Follow {
-		return
+	if !opts.Follow || r.URL.Query().Get("previous") == "true" {
+		return // a previous run's log has ended
 	}
 	flusher, _ := w.(http.Flusher)
 	flush := func() {

@@ -149,8 +149,7 @@ var nodeConditions = []struct {
 // transition time moves only when its status changes.
 func nodeStatus(cfg *Config, n *simNode, cur corev1.NodeStatus, now time.Time) corev1.NodeStatus {
 	st := *cur.DeepCopy()
-	st.Capacity = cfg.Capacity.DeepCopy()
-	st.Allocatable = cfg.Allocatable.DeepCopy()
+	st.Capacity, st.Allocatable = nodeResources(cfg, cur)
 	st.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: n.ip.String()},
 		{Type: corev1.NodeHostName, Address: n.name},
@@ -188,6 +187,28 @@ func nodeStatus(cfg *Config, n *simNode, cur corev1.NodeStatus, now time.Time) c
 		}
 	}
 	return st
+}
+
+// nodeResources are the capacity and allocatable a node posts, as the
+// kubelet builds them: it sets the resources it knows (the fleet's) and
+// leaves others in capacity alone — an extended resource someone patched
+// in (upstream's e2e tests add example.com/... this way) stays, and is
+// allocatable whole; an extended resource left only in allocatable goes.
+func nodeResources(cfg *Config, cur corev1.NodeStatus) (capacity, allocatable corev1.ResourceList) {
+	capacity = corev1.ResourceList{}
+	for k, v := range cur.Capacity {
+		if _, ours := cfg.Capacity[k]; !ours {
+			capacity[k] = v.DeepCopy()
+		}
+	}
+	maps.Copy(capacity, cfg.Capacity.DeepCopy())
+	allocatable = cfg.Allocatable.DeepCopy()
+	for k, v := range capacity {
+		if _, ours := allocatable[k]; !ours {
+			allocatable[k] = v.DeepCopy()
+		}
+	}
+	return capacity, allocatable
 }
 
 // statusChanged compares two statuses as the kubelet does: heartbeats

@@ -69,7 +69,7 @@ func (f *Fleet) syncPod(ctx context.Context, key string) (time.Duration, error) 
 		return plan.after, nil
 	case stepDelete:
 		return 0, f.confirmDeletion(ctx, pod, mem)
-	case stepStart:
+	case stepStart, stepPullError, stepPullBackOff:
 		podIP := n.ip
 		if !pod.Spec.HostNetwork {
 			if !mem.ip.IsValid() {
@@ -81,7 +81,16 @@ func (f *Fleet) syncPod(ctx context.Context, key string) (time.Duration, error) 
 			}
 			podIP = mem.ip
 		}
-		st = runningStatus(pod, now, n.ip.String(), podIP.String())
+		switch plan.step {
+		case stepStart:
+			st = runningStatus(pod, now, n.ip.String(), podIP.String())
+		case stepPullError:
+			st = pullStatus(pod, now, n.ip.String(), podIP.String(), reasonErrImagePull)
+		default:
+			st = pullStatus(pod, now, n.ip.String(), podIP.String(), reasonImagePullBackOff)
+		}
+	case stepReassert:
+		st = reassertedStatus(pod, now)
 	case stepExit:
 		st = exitedStatus(&f.cfg, pod, now, plan.exitCode)
 	case stepRestart:
@@ -102,6 +111,8 @@ func (f *Fleet) syncPod(ctx context.Context, key string) (time.Duration, error) 
 	case stepStart:
 		mem.runStart = now
 		f.stats.podsStarted.Add(1)
+	case stepPullError:
+		mem.pullAt = now
 	case stepRestart:
 		mem.runStart, mem.exitedAt = now, time.Time{}
 	case stepExit, stepDeadline:

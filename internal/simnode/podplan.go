@@ -31,18 +31,22 @@ type podMemory struct {
 	exitedAt  time.Time  // crash-looping containers exited; zero: read the status
 	stopAt    time.Time  // deletion seen: when the containers will have stopped
 	confirmed bool       // the deletion was confirmed
+	pullAt    time.Time  // ErrImagePull written; zero: not by this process
 }
 
 type podStep uint8
 
 const (
-	stepNone     podStep = iota // nothing to do until the pod changes
-	stepWait                    // nothing yet: look again after podPlan.after
-	stepStart                   // report the pod Running
-	stepExit                    // containers exit with podPlan.exitCode
-	stepRestart                 // crash-looping containers start again
-	stepDeadline                // activeDeadlineSeconds passed: fail the pod
-	stepDelete                  // confirm the deletion
+	stepNone        podStep = iota // nothing to do until the pod changes
+	stepWait                       // nothing yet: look again after podPlan.after
+	stepStart                      // report the pod Running
+	stepExit                       // containers exit with podPlan.exitCode
+	stepRestart                    // crash-looping containers start again
+	stepDeadline                   // activeDeadlineSeconds passed: fail the pod
+	stepDelete                     // confirm the deletion
+	stepPullError                  // report the images failing to pull (ErrImagePull)
+	stepPullBackOff                // then backing off (ImagePullBackOff)
+	stepReassert                   // write the status the node runs: readiness, observed generation, images
 )
 
 type podPlan struct {
@@ -59,6 +63,12 @@ const maxRestartBackoff = 5 * time.Minute
 func planPod(cfg *Config, pod *corev1.Pod, mem *podMemory, now time.Time) podPlan {
 	if pod.DeletionTimestamp != nil {
 		if mem.confirmed {
+			// The zero-grace delete only marked a pod its finalizers
+			// held; once they are gone, finish it off, as the kubelet
+			// keeps doing while a stopped pod is still there.
+			if len(pod.Finalizers) == 0 {
+				return podPlan{step: stepDelete}
+			}
 			return podPlan{}
 		}
 		if mem.stopAt.IsZero() {
@@ -75,12 +85,18 @@ func planPod(cfg *Config, pod *corev1.Pod, mem *podMemory, now time.Time) podPla
 		return podPlan{}
 	case corev1.PodRunning:
 	default:
+		if pullFails(pod) {
+			return planPull(cfg, pod, mem, now)
+		}
 		return at(now, mem.seenAt.Add(cfg.PodStartDelay), podPlan{step: stepStart})
 	}
 
 	var next time.Time
 	plan := podPlan{}
-	if isJob(pod) {
+	if needsReassert(pod) {
+		return podPlan{step: stepReassert}
+	}
+	if completes(pod) {
 		if crashLooping(pod) {
 			exited := mem.exitedAt
 			if exited.IsZero() {
@@ -116,8 +132,20 @@ func at(now, when time.Time, plan podPlan) podPlan {
 	return plan
 }
 
-func isJob(pod *corev1.Pod) bool {
-	return pod.Spec.RestartPolicy == corev1.RestartPolicyNever || pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
+// completes reports whether a pod's containers exit by themselves: those
+// of a Job's pods, and of pods annotated with a run duration or an exit
+// code, when their restartPolicy lets a pod finish. Other pods run until
+// deleted, whatever their restartPolicy, as a server's containers do.
+func completes(pod *corev1.Pod) bool {
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever && pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return false
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+		return true
+	}
+	_, timed := pod.Annotations[AnnotationRunDuration]
+	_, coded := pod.Annotations[AnnotationExitCode]
+	return timed || coded
 }
 
 // runSpec is how long a job pod's containers run and how they exit. An
@@ -246,12 +274,21 @@ func setReadyConditions(pod *corev1.Pod, st *corev1.PodStatus, ts metav1.Time) {
 	gen := pod.Generation
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}, ts, gen)
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, ts, gen)
+	probeFails := pod.Annotations[AnnotationReady] == "false"
+	for i := range st.ContainerStatuses {
+		st.ContainerStatuses[i].Ready = !probeFails
+	}
 	ready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}
-	if msg := unreadyGates(pod, st); msg != "" {
+	containersReady := corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}
+	if probeFails {
+		msg := "containers with unready status: [" + containerNames(pod) + "]"
+		ready = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: msg}
+		containersReady = corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: msg}
+	} else if msg := unreadyGates(pod, st); msg != "" {
 		ready = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: msg}
 	}
 	setPodCondition(st, ready, ts, gen)
-	setPodCondition(st, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, ts, gen)
+	setPodCondition(st, containersReady, ts, gen)
 	setPodCondition(st, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, ts, gen)
 }
 

@@ -46,6 +46,11 @@ func started(t time.Time) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status = runningStatus(p, t, "198.18.0.1", "10.128.0.2") }
 }
 
+// jobOwned makes a Job the pod's controller.
+func jobOwned(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: ptr.To(true)}}
+}
+
 func deleting(grace int64) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.DeletionTimestamp = &metav1.Time{Time: t0.Add(time.Duration(grace) * time.Second)}
@@ -66,18 +71,20 @@ func TestPlanPod(t *testing.T) {
 			podPlan{step: stepWait, after: 700 * time.Millisecond}},
 		{"then starts", testPod(), podMemory{seenAt: t0}, t0.Add(time.Second), podPlan{step: stepStart}},
 		{"a running service pod has nothing to do", testPod(started(t0)), podMemory{runStart: t0}, t0.Add(time.Hour), podPlan{}},
-		{"a job pod runs for JobDuration", testPod(restartPolicy(corev1.RestartPolicyNever), started(t0)), podMemory{runStart: t0},
+		{"a job pod runs for JobDuration", testPod(restartPolicy(corev1.RestartPolicyNever), jobOwned, started(t0)), podMemory{runStart: t0},
 			t0.Add(2 * time.Second), podPlan{step: stepWait, after: 3 * time.Second}},
-		{"then exits 0", testPod(restartPolicy(corev1.RestartPolicyNever), started(t0)), podMemory{runStart: t0},
+		{"then exits 0", testPod(restartPolicy(corev1.RestartPolicyNever), jobOwned, started(t0)), podMemory{runStart: t0},
 			t0.Add(5 * time.Second), podPlan{step: stepExit}},
+		{"a restartPolicy Never pod no Job controls runs on", testPod(restartPolicy(corev1.RestartPolicyNever), started(t0)), podMemory{runStart: t0},
+			t0.Add(time.Hour), podPlan{}},
 		{"annotations set duration and exit code", testPod(restartPolicy(corev1.RestartPolicyOnFailure), annotate(AnnotationRunDuration, "250ms"),
 			annotate(AnnotationExitCode, "3"), started(t0)), podMemory{runStart: t0}, t0.Add(250 * time.Millisecond),
 			podPlan{step: stepExit, exitCode: 3}},
 		{"a bad annotation is ignored", testPod(restartPolicy(corev1.RestartPolicyNever), annotate(AnnotationRunDuration, "soon"),
 			annotate(AnnotationExitCode, "x"), started(t0)), podMemory{runStart: t0}, t0.Add(5 * time.Second), podPlan{step: stepExit}},
-		{"without memory the status's start time counts", testPod(restartPolicy(corev1.RestartPolicyNever), started(t0)), podMemory{},
+		{"without memory the status's start time counts", testPod(restartPolicy(corev1.RestartPolicyNever), jobOwned, started(t0)), podMemory{},
 			t0.Add(time.Second), podPlan{step: stepWait, after: 4 * time.Second}},
-		{"a deadline cuts a job short", testPod(restartPolicy(corev1.RestartPolicyNever), started(t0),
+		{"a deadline cuts a job short", testPod(restartPolicy(corev1.RestartPolicyNever), jobOwned, started(t0),
 			func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](2) }), podMemory{runStart: t0},
 			t0.Add(2 * time.Second), podPlan{step: stepDeadline}},
 		{"and applies to service pods", testPod(started(t0), func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](60) }),
@@ -88,7 +95,27 @@ func TestPlanPod(t *testing.T) {
 			t0, podPlan{step: stepWait, after: 500 * time.Millisecond}},
 		{"no longer than its grace period", testPod(started(t0), deleting(0)), podMemory{}, t0, podPlan{step: stepDelete}},
 		{"then its deletion is confirmed", testPod(started(t0), deleting(30)), podMemory{stopAt: t0}, t0, podPlan{step: stepDelete}},
-		{"once", testPod(started(t0), deleting(30)), podMemory{stopAt: t0, confirmed: true}, t0, podPlan{}},
+		{"once, while finalizers hold it", testPod(started(t0), deleting(30), func(p *corev1.Pod) { p.Finalizers = []string{"example.com/hold"} }),
+			podMemory{stopAt: t0, confirmed: true}, t0, podPlan{}},
+		{"and again once they are gone", testPod(started(t0), deleting(30)), podMemory{stopAt: t0, confirmed: true}, t0, podPlan{step: stepDelete}},
+		{"an image that cannot exist fails to pull", testPod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.k8s.io/invalid-image:x" }),
+			podMemory{seenAt: t0}, t0.Add(time.Second), podPlan{step: stepPullError}},
+		{"as does an annotated pod", testPod(annotate(AnnotationImagePullError, "")), podMemory{seenAt: t0}, t0.Add(time.Second), podPlan{step: stepPullError}},
+		{"then it backs off", testPod(annotate(AnnotationImagePullError, ""), pulling(reasonErrImagePull)), podMemory{pullAt: t0}, t0.Add(time.Second),
+			podPlan{step: stepPullBackOff}},
+		{"and stays there", testPod(annotate(AnnotationImagePullError, ""), pulling(reasonImagePullBackOff)), podMemory{pullAt: t0}, t0.Add(time.Hour),
+			podPlan{}},
+		{"readiness another writer took away is re-asserted", testPod(started(t0), markedNotReady), podMemory{runStart: t0}, t0.Add(time.Hour),
+			podPlan{step: stepReassert}},
+		{"a failing readiness probe takes readiness away", testPod(started(t0), annotate(AnnotationReady, "false")), podMemory{runStart: t0}, t0.Add(time.Hour),
+			podPlan{step: stepReassert}},
+		{"a new generation is observed", testPod(started(t0), func(p *corev1.Pod) { p.Generation = 2 }), podMemory{runStart: t0}, t0.Add(time.Hour),
+			podPlan{step: stepReassert}},
+		{"a crash-looping pod is not made ready", testPod(restartPolicy(corev1.RestartPolicyOnFailure), annotate(AnnotationExitCode, "1"), started(t0),
+			markedNotReady, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			}),
+			podMemory{exitedAt: t0}, t0, podPlan{step: stepWait, after: 10 * time.Second}},
 		{"a pending pod that is deleted is confirmed too", testPod(deleting(30)), podMemory{seenAt: t0, stopAt: t0}, t0, podPlan{step: stepDelete}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +190,7 @@ func TestPodLifecycle(t *testing.T) {
 		{"OnFailure crash-loops", corev1.RestartPolicyOnFailure, 2, corev1.PodRunning, "Error"},
 	} {
 		t.Run("job "+tc.name, func(t *testing.T) {
-			pod := testPod(restartPolicy(tc.policy), started(t0))
+			pod := testPod(restartPolicy(tc.policy), jobOwned, started(t0))
 			pod.Status = exitedStatus(cfg, pod, t0.Add(5*time.Second), tc.code)
 			if pod.Status.Phase != tc.wantPhase {
 				t.Fatalf("phase %s, want %s", pod.Status.Phase, tc.wantPhase)
@@ -209,6 +236,81 @@ func TestPodLifecycle(t *testing.T) {
 		st := deadlineStatus(pod, t0.Add(time.Minute))
 		if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" || st.ContainerStatuses[0].State.Terminated == nil {
 			t.Fatalf("status %+v", st)
+		}
+	})
+}
+
+// pulling puts the pod's first container in an image pull failure.
+func pulling(reason string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status = pullStatus(p, t0, "198.18.0.1", "10.128.0.2", reason)
+	}
+}
+
+// markedNotReady is what the node lifecycle controller does to the pods of
+// a node it lost: Ready False, containers untouched.
+func markedNotReady(p *corev1.Pod) {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady {
+			p.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+}
+
+// TestRecoveredStatuses checks the statuses the node writes to put the
+// API's copy of a pod right: readiness back after an outage, a new image
+// running after a spec change, the generation observed; and those of an
+// image that fails to pull.
+func TestRecoveredStatuses(t *testing.T) {
+	t.Run("ready again", func(t *testing.T) {
+		pod := testPod(started(t0), markedNotReady)
+		pod.Status = reassertedStatus(pod, t0.Add(time.Hour))
+		for _, c := range pod.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				t.Errorf("condition %s=%s", c.Type, c.Status)
+			}
+		}
+		if needsReassert(pod) {
+			t.Error("still needs re-asserting after its own write")
+		}
+	})
+	t.Run("image changed", func(t *testing.T) {
+		pod := testPod(started(t0))
+		pod.Generation, pod.Spec.Containers[0].Image = 2, "nginx:1.28"
+		pod.Status = reassertedStatus(pod, t0.Add(time.Minute))
+		cs := pod.Status.ContainerStatuses[0]
+		if cs.Image != "nginx:1.28" || cs.RestartCount != 1 || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
+			t.Errorf("container %+v", cs)
+		}
+		if pod.Status.ObservedGeneration != 2 {
+			t.Errorf("observedGeneration %d", pod.Status.ObservedGeneration)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.ObservedGeneration != 2 {
+				t.Errorf("condition %s observedGeneration %d", c.Type, c.ObservedGeneration)
+			}
+		}
+		if needsReassert(pod) {
+			t.Error("still needs re-asserting after its own write")
+		}
+	})
+	t.Run("image pull back-off", func(t *testing.T) {
+		pod := testPod(func(p *corev1.Pod) { p.Spec.Containers[1].Image = "example.com/doesnotexist:1" })
+		st := pullStatus(pod, t0, "198.18.0.1", "10.128.0.2", reasonImagePullBackOff)
+		if st.Phase != corev1.PodPending || st.PodIP != "10.128.0.2" {
+			t.Fatalf("status %+v", st)
+		}
+		if a := st.ContainerStatuses[0]; a.State.Running == nil {
+			t.Errorf("container with a good image: %+v", a)
+		}
+		b := st.ContainerStatuses[1]
+		if w := b.State.Waiting; w == nil || w.Reason != "ImagePullBackOff" || w.Message != `Back-off pulling image "example.com/doesnotexist:1"` {
+			t.Errorf("container with a bad image: %+v", b)
+		}
+		for _, c := range st.Conditions {
+			if c.Type == corev1.PodReady && (c.Status != corev1.ConditionFalse || c.Message != "containers with unready status: [b]") {
+				t.Errorf("Ready %+v", c)
+			}
 		}
 	})
 }

@@ -109,25 +109,38 @@ func NeverReady(p *corev1.Pod) {
 	p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: "test.rudder.dev/never"})
 }
 
-// SetPodReady writes the pod's Ready condition, as a kubelet whose
-// readiness probe changed its mind would. It first waits until the pod
-// is Running, so the node's own status write cannot undo this one (a
-// simulated node leaves a Running pod's status alone).
+// SetPodReady makes the pod ready or not as a kubelet whose readiness
+// probe changed its mind would: it sets the simulated node's readiness
+// annotation (simnode.rudder.dev/ready) and waits until the node has
+// written the pod's Ready condition accordingly. Writing the condition
+// directly would not last: a node writes back the status it runs.
 func SetPodReady(t testing.TB, client kubernetes.Interface, ns, name string, ready bool) {
 	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, simnodeReadyAnnotation, fmt.Sprint(ready)))
+	if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("set readiness of %s/%s: %v", ns, name, err)
+	}
+	want := corev1.ConditionFalse
+	if ready {
+		want = corev1.ConditionTrue
+	}
 	Eventually(t, 10*time.Second, func() (bool, string) {
 		p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return p.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s/%s is %s, not Running", ns, name, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == want, fmt.Sprintf("pod %s/%s is %s, Ready=%s", ns, name, p.Status.Phase, c.Status)
+			}
+		}
+		return false, fmt.Sprintf("pod %s/%s is %s, no Ready condition", ns, name, p.Status.Phase)
 	})
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	SetPodCondition(t, client, ns, name, corev1.PodCondition{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()})
 }
+
+// simnodeReadyAnnotation is simnode.AnnotationReady (not imported: the
+// fixtures stay free of any component).
+const simnodeReadyAnnotation = "simnode.rudder.dev/ready"
 
 // SetPodCondition replaces the pod's condition of cond's type (or adds
 // it) in its status, retrying on conflicts.
