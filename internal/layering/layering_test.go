@@ -63,7 +63,8 @@ var layers = []struct {
 	{"internal/controller", leaf, ""},          // the reconciler runner every controller uses
 	{"internal/controllers/history", leaf, ""}, // ControllerRevision helpers (daemonset, statefulset)
 	{"internal/cronschedule", leaf, ""},        // CronJob schedules (validation and controller)
-	{"internal/kubeletauth", leaf, ""},         // kubelet API authn/authz (kubelet, simnode)
+	{"internal/kubeletapi", leaf, ""},          // kubelet API authn/authz, log queries, resource metrics (kubelet, simnode)
+	{"internal/nodeidentity", leaf, ""},        // TLS bootstrap of a joining node (agent)
 	{"internal/layering", leaf, ""},            // this test
 	{"internal/leaderelect", leaf, ""},         // leases for leader election
 	{"internal/pki", leaf, ""},                 // cluster certificates
@@ -76,10 +77,12 @@ var layers = []struct {
 	{"internal/agent", wiring, ""},       // kubelet + runtime + network + proxy
 	{"internal/controllers", wiring, ""}, // the controllers registry (registry.go)
 	{"internal/bench", wiring, ""},       // `rudder bench` scenarios stand clusters up
+	{"scripts", wiring, ""},              // tools the scripts build (test images for critest)
 
 	// Test support: stands clusters up; only tests import it.
 	{"internal/clustertest", testSupport, ""},
 	{"internal/controller/controllertest", testSupport, ""},
+	{"internal/kubectltest", testSupport, ""},
 }
 
 // class is where a package sits: its kind and, for a component, which.
@@ -153,7 +156,7 @@ func TestClassify(t *testing.T) {
 		{"internal/controller/controllertest", class{testSupport, ""}},
 		{"internal/controller", class{leaf, ""}},
 		{"internal/runtime/image", class{component, "runtime"}},
-		{"internal/kubeletauth", class{leaf, ""}},
+		{"internal/kubeletapi", class{leaf, ""}},
 		{"internal/kubelet/pleg", class{component, "kubelet"}},
 		{"internal/agent", class{wiring, ""}},
 		{"cmd/rudder", class{wiring, ""}},
