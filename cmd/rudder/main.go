@@ -38,7 +38,7 @@ func main() {
 		return nil
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
-	root.AddCommand(imagesCommand(), upCommand(), tokenCommand())
+	root.AddCommand(imagesCommand(), upCommand(), tokenCommand(), agentCommand())
 
 	ctx, stop := signalContext()
 	defer stop()
