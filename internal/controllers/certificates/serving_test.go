@@ -62,7 +62,9 @@ func TestServingApprover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	asNode := func(name string) kubernetes.Interface { return impersonating(t, c, "system:node:"+name, "system:nodes") }
+	asNode := func(name string) kubernetes.Interface {
+		return impersonating(t, c, "system:node:"+name, "system:nodes")
+	}
 	waitApproved := func(t *testing.T, name string) {
 		t.Helper()
 		controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
