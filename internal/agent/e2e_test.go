@@ -114,7 +114,10 @@ func (n *node) teardown(t *testing.T, dir string, cancel context.CancelFunc) {
 	n.srv.Stop()
 	if m := append(mountsUnder(dir), mountsUnder(agent.RunDir(n.cfg))...); len(m) > 0 {
 		t.Errorf("mounts left behind: %v", m)
+		return
 	}
+	// The runtime's run directory (empty by now) is this test's too.
+	os.RemoveAll(agent.RunDir(n.cfg))
 }
 
 func importBusybox(t *testing.T, cfg agent.Config) {
