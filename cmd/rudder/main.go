@@ -37,7 +37,7 @@ func main() {
 		return nil
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
-	root.AddCommand(imagesCommand(), upCommand(), tokenCommand(), runtimeCommand())
+	root.AddCommand(imagesCommand(), upCommand(), agentCommand(), tokenCommand(), runtimeCommand())
 
 	ctx, stop := signalContext()
 	defer stop()

@@ -23,7 +23,8 @@ import (
 // `rudder up` holds the cluster CA and issues both directly
 // (LocalCredentials); `rudder agent` on another machine gets its client
 // certificate through a bootstrap token and a CertificateSigningRequest
-// (internal/nodeidentity) and its serving certificate the same way.
+// (internal/nodeidentity) and its serving certificate the same way, as
+// the node itself (Join, join.go).
 
 // nodeCertTTL is how long the certificates `rudder up` issues live; they
 // are issued anew at every start.

@@ -28,4 +28,30 @@
 //	a, err := agent.Start(ctx, agent.Config{NodeName: name, NodeIP: ip, Dir: dir, Credentials: creds})
 //	...
 //	a.Stop()
+//
+// On another machine, as `rudder agent --server URL --token T` does, Join
+// gets the credentials from the running server (join.go), the way
+// upstream's kubelet TLS-bootstraps:
+//
+//  1. the client certificate: the bootstrap token authenticates a CSR for
+//     system:node:<name> (signer kube-apiserver-client-kubelet), approved
+//     and signed by the cluster's controllers; the cluster CA is given
+//     (--ca-file) or discovered from kube-public/cluster-info, believed
+//     only if signed with the token's secret (nodeidentity.Bootstrap);
+//  2. the kubelet API's serving certificate, asked for as the node itself
+//     (signer kubelet-serving, SANs the node IP and name). The approver
+//     approves it only for addresses the node's own Node lists, so the
+//     node registers a minimal Node first (NodeRestriction lets a node
+//     create itself); the kubelet adopts it when it starts
+//     (nodeidentity.ServingCertificate);
+//  3. Credentials: the kubeconfig, the serving certificate, and the
+//     cluster CA to verify the API server's kubelet client.
+//
+// Everything is kept in Config.Dir (0600); a later Join reuses it without
+// the token while each certificate has a tenth of its life left. The
+// node IP defaults (in `rudder agent`) to SourceIP: the address this
+// host reaches the server from.
+//
+//	creds, err := agent.Join(ctx, agent.JoinConfig{Server: url, Token: token, NodeName: name, NodeIP: ip, Dir: dir})
+//	a, err := agent.Start(ctx, agent.Config{NodeName: name, NodeIP: ip, Dir: dir, Credentials: creds})
 package agent

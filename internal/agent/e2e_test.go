@@ -84,24 +84,7 @@ func startNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	n := &node{srv: srv, agent: a, cfg: cfg, ctx: ctx}
-	t.Cleanup(func() {
-		// Pods first, deleted as a user does (the kubelet stops and
-		// removes their containers), so nothing of theirs outlives
-		// the test; then nothing may be left on the host.
-		grace := int64(1)
-		n.client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
-		n.waitNoPods(t)
-		n.eventually(t, 30*time.Second, "no containers left", func() (bool, string) {
-			m := append(mountsUnder(dir), mountsUnder(agent.RunDir(n.cfg))...)
-			return len(m) == 0, strings.Join(m, " ")
-		})
-		n.agent.Stop()
-		cancel()
-		srv.Stop()
-		if m := append(mountsUnder(dir), mountsUnder(agent.RunDir(n.cfg))...); len(m) > 0 {
-			t.Errorf("mounts left behind: %v", m)
-		}
-	})
+	t.Cleanup(func() { n.teardown(t, dir, cancel) })
 	rc, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +93,31 @@ func startNode(t *testing.T) *node {
 	n.kubectl = kubectltest.New(t, srv.Kubeconfig)
 	n.waitNodeReady(t)
 	return n
+}
+
+// teardown stops the node and the server as a user would leave them:
+// pods first, deleted with a grace period (the kubelet stops and removes
+// their containers), so nothing of theirs outlives the test; then
+// nothing may be left on the host below dir.
+func (n *node) teardown(t *testing.T, dir string, cancel context.CancelFunc) {
+	grace := int64(1)
+	n.client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
+	n.waitNoPods(t)
+	n.eventually(t, 30*time.Second, "no containers left", func() (bool, string) {
+		m := append(mountsUnder(dir), mountsUnder(agent.RunDir(n.cfg))...)
+		return len(m) == 0, strings.Join(m, " ")
+	})
+	if n.agent != nil {
+		n.agent.Stop()
+	}
+	cancel()
+	n.srv.Stop()
+	if m := append(mountsUnder(dir), mountsUnder(agent.RunDir(n.cfg))...); len(m) > 0 {
+		t.Errorf("mounts left behind: %v", m)
+		return
+	}
+	// The runtime's run directory (empty by now) is this test's too.
+	os.RemoveAll(agent.RunDir(n.cfg))
 }
 
 func importBusybox(t *testing.T, cfg agent.Config) {

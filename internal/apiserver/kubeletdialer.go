@@ -29,12 +29,15 @@ import (
 // not checked: simulated nodes share one certificate; upstream without
 // --kubelet-certificate-authority checks nothing at all).
 //
-// Network safety: the only kubelets today are simulated nodes, which
-// serve on loopback addresses. The dialer refuses every other address
-// before dialing (and again at the socket, whatever the URL said), and a
+// Which addresses are dialed: a real node's kubelet at its InternalIP,
+// whatever it is, as upstream does. A simulated node (label
+// simnode.rudder.dev/simulated) serves on loopback, so its kubelet is
+// dialed only at a loopback address: a simulated Node object claiming
+// another address is never a reason to send traffic off the machine. A
 // node advertising port 0 is answered "does not serve the kubelet API"
-// without any dial. Real nodes, once they exist, will be let through by
-// an explicit rule, not by default.
+// without any dial. The socket dials only the address kubeletAddress
+// chose for the request (carried in its context), so a redirect or a
+// URL naming another host is refused at the socket too.
 
 // KubeletClientConfig is how the API server authenticates to kubelets and
 // verifies them.
@@ -56,7 +59,7 @@ func (s *Server) SetKubeletClient(cfg KubeletClientConfig) {
 	s.resourceMetrics.dialer = d
 }
 
-// kubeletDialer implements NodeConnector over HTTPS to loopback kubelets.
+// kubeletDialer implements NodeConnector over HTTPS to kubelets.
 type kubeletDialer struct {
 	s         *Server
 	transport *http.Transport
@@ -66,19 +69,28 @@ type kubeletDialer struct {
 // kubeletSessionCache is how many kubelets' TLS sessions are kept.
 const kubeletSessionCache = 8192
 
-// errKubeletRefused is the socket-level refusal of a non-loopback address.
-var errKubeletRefused = errors.New("refusing to dial a non-loopback kubelet address")
+// errKubeletRefused is the socket-level refusal of an address that
+// kubeletAddress did not choose for the request.
+var errKubeletRefused = errors.New("refusing to dial a kubelet address not chosen for the request")
+
+// labelSimulated marks a simulated node (simnode.LabelSimulated; the API
+// server does not import the simulator).
+const labelSimulated = "simnode.rudder.dev/simulated"
+
+// kubeletAddrKey carries, in a request's context, the one host:port its
+// dials may reach.
+type kubeletAddrKey struct{}
+
+func withKubeletAddr(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, kubeletAddrKey{}, addr)
+}
 
 func newKubeletDialer(s *Server, cfg KubeletClientConfig) *kubeletDialer {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				return nil, fmt.Errorf("%w %s", errKubeletRefused, addr)
+			if allowed, _ := ctx.Value(kubeletAddrKey{}).(string); allowed == "" || allowed != addr {
+				return nil, fmt.Errorf("%w: %s", errKubeletRefused, addr)
 			}
 			return dialer.DialContext(ctx, network, addr)
 		},
@@ -128,10 +140,10 @@ func kubeletAddress(node *corev1.Node) (string, error) {
 	if ip == nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q has no InternalIP to reach its kubelet at", node.Name))
 	}
-	if !ip.IsLoopback() {
-		// No real nodes exist yet: every kubelet is a simulated one on
-		// loopback, and an address elsewhere is never dialed.
-		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("refusing to dial the kubelet of node %q at %s: only simulated nodes on loopback addresses are reached", node.Name, addr))
+	if _, simulated := node.Labels[labelSimulated]; simulated && !ip.IsLoopback() {
+		// A simulated node's kubelet is in this machine's simulator:
+		// an address elsewhere is never dialed.
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("refusing to dial the kubelet of simulated node %q at %s: simulated nodes are reached on loopback addresses only", node.Name, addr))
 	}
 	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port))), nil
 }
@@ -145,6 +157,7 @@ func (d *kubeletDialer) Kubelet(w http.ResponseWriter, r *http.Request, node *co
 	target := &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out = pr.Out.WithContext(withKubeletAddr(pr.Out.Context(), host))
 			pr.Out.URL = target
 			pr.Out.Host = target.Host
 			// The caller's credentials are for the API server only.
@@ -214,7 +227,7 @@ func (d *kubeletDialer) get(ctx context.Context, node *corev1.Node, path string)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+path, nil)
+	req, err := http.NewRequestWithContext(withKubeletAddr(ctx, host), http.MethodGet, "https://"+host+path, nil)
 	if err != nil {
 		return nil, err
 	}

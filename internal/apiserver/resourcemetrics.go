@@ -139,7 +139,7 @@ func (m *rmScraper) refresh(ctx context.Context, node *corev1.Node) (u *rmUsage,
 		return nil, false, errors.New("the API server has no kubelet client")
 	}
 	if _, err := kubeletAddress(node); err != nil {
-		return nil, false, err // port 0 or not loopback: nothing is dialed
+		return nil, false, err // port 0, or a simulated node off loopback: nothing is dialed
 	}
 	m.mu.Lock()
 	st := m.nodes[node.Name]

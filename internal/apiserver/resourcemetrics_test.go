@@ -125,8 +125,11 @@ func TestRMCompute(t *testing.T) {
 }
 
 func TestKubeletAddress(t *testing.T) {
-	node := func(ip string, port int32) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	node := func(ip string, port int32, labels ...string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{}}}
+		for _, l := range labels {
+			n.Labels[l] = "true"
+		}
 		if ip != "" {
 			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "host"}, {Type: corev1.NodeInternalIP, Address: ip}}
 		}
@@ -140,7 +143,10 @@ func TestKubeletAddress(t *testing.T) {
 		{name: "simulated node on loopback", node: node("127.1.0.5", 10250), want: "127.1.0.5:10250"},
 		{name: "IPv6 loopback", node: node("::1", 4000), want: "[::1]:4000"},
 		{name: "port 0", node: node("127.1.0.5", 0), wantErr: `node "n" does not serve the kubelet API`},
-		{name: "not loopback", node: node("10.0.0.1", 10250), wantErr: `refusing to dial the kubelet of node "n" at 10.0.0.1`},
+		{name: "simulated node off loopback", node: node("10.0.0.1", 10250, labelSimulated), wantErr: `refusing to dial the kubelet of simulated node "n" at 10.0.0.1`},
+		{name: "simulated node on loopback", node: node("127.1.0.6", 10250, labelSimulated), want: "127.1.0.6:10250"},
+		// Only the address is computed here: nothing is dialed.
+		{name: "real node anywhere", node: node("10.0.0.1", 10250), want: "10.0.0.1:10250"},
 		{name: "no InternalIP", node: node("", 10250), wantErr: `node "n" has no InternalIP`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,9 +295,9 @@ func TestRMScraper(t *testing.T) {
 		}
 	})
 
-	t.Run("addresses off loopback are never dialed", func(t *testing.T) {
+	t.Run("a simulated node's address off loopback is never dialed", func(t *testing.T) {
 		m := testScraper(t, b)
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "far"}}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "far", Labels: map[string]string{labelSimulated: "true"}}}
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}}
 		n.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
 		_, err := m.usage(ctx, n)
@@ -299,7 +305,7 @@ func TestRMScraper(t *testing.T) {
 			t.Errorf("err %v, want a refusal", err)
 		}
 		// Even a URL that names such an address directly is refused at
-		// the socket.
+		// the socket: only the address chosen for a request is dialed.
 		_, err = m.dialer.transport.DialContext(ctx, "tcp", "192.0.2.1:10250")
 		if !errors.Is(err, errKubeletRefused) {
 			t.Errorf("dial: %v, want errKubeletRefused", err)

@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -126,7 +127,7 @@ func Bootstrap(ctx context.Context, serverURL string, caPEM []byte, token, nodeN
 	if err != nil {
 		return "", fmt.Errorf("node bootstrap: %w", err)
 	}
-	certPEM, err := requestCertificate(ctx, client, key, nodeName)
+	certPEM, err := requestCertificate(ctx, client, key, nodeName, clientRequest)
 	if err != nil {
 		return "", fmt.Errorf("node bootstrap: %w", err)
 	}
@@ -183,18 +184,29 @@ func Valid(dir, nodeName string, caPEM []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	_, err = checkIdentity(certPEM, key, nodeName, caPEM, now, x509.ExtKeyUsageClientAuth)
+	return err
+}
+
+// checkIdentity checks that certPEM is a certificate for key naming
+// system:node:<nodeName> in system:nodes, chaining to caPEM for usage at
+// now, with a tenth of its lifetime left; it returns the certificate.
+func checkIdentity(certPEM []byte, key *ecdsa.PrivateKey, nodeName string, caPEM []byte, now time.Time, usage x509.ExtKeyUsage) (*x509.Certificate, error) {
 	certs, err := parseCertificates(certPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cert := certs[0]
 	if !publicKeysEqual(cert.PublicKey, key.Public()) {
-		return errors.New("the certificate is not for the stored key")
+		return nil, errors.New("the certificate is not for the stored key")
 	}
 	if cert.Subject.CommonName != NodeUserPrefix+nodeName || !slices.Contains(cert.Subject.Organization, NodesGroup) {
-		return fmt.Errorf("the certificate is for %q %v, not node %q", cert.Subject.CommonName, cert.Subject.Organization, nodeName)
+		return nil, fmt.Errorf("the certificate is for %q %v, not node %q", cert.Subject.CommonName, cert.Subject.Organization, nodeName)
 	}
-	cas, _ := parseCertificates(caPEM)
+	cas, err := parseCertificates(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA: %w", err)
+	}
 	roots := x509.NewCertPool()
 	for _, c := range cas {
 		roots.AddCert(c)
@@ -204,24 +216,38 @@ func Valid(dir, nodeName string, caPEM []byte, now time.Time) error {
 		inter.AddCert(c)
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return err
+		KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+		return nil, err
 	}
 	life := cert.NotAfter.Sub(cert.NotBefore)
 	if cert.NotAfter.Sub(now) < time.Duration(float64(life)*minRemaining) {
-		return fmt.Errorf("the certificate expires at %s", cert.NotAfter.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("the certificate expires at %s", cert.NotAfter.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return cert, nil
+}
+
+// certRequest is what a node asks a signer for, beside its identity.
+type certRequest struct {
+	signer   string
+	usages   []certificatesv1.KeyUsage
+	dnsNames []string
+	ips      []net.IP
+}
+
+// clientRequest is the kubelet's client certificate request.
+var clientRequest = certRequest{
+	signer: certificatesv1.KubeAPIServerClientKubeletSignerName,
+	usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 }
 
 // requestCertificate creates (or finds) the CSR for key and waits for
 // its certificate, which it checks is for key and the node.
-func requestCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, nodeName string) ([]byte, error) {
-	reqPEM, err := certificateRequest(key, nodeName)
+func requestCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, nodeName string, cr certRequest) ([]byte, error) {
+	reqPEM, err := certificateRequest(key, nodeName, cr)
 	if err != nil {
 		return nil, err
 	}
-	name, err := csrName(key, nodeName)
+	name, err := csrName(key, nodeName, cr)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +256,8 @@ func requestCertificate(ctx context.Context, client kubernetes.Interface, key *e
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    reqPEM,
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			SignerName: cr.signer,
+			Usages:     cr.usages,
 		},
 	}
 	if _, err := csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
@@ -268,7 +294,7 @@ func requestCertificate(ctx context.Context, client kubernetes.Interface, key *e
 		if len(c.Status.Certificate) == 0 {
 			return false, nil
 		}
-		if !bytes.Equal(c.Spec.Request, reqPEM) {
+		if !samePublicKey(c.Spec.Request, key) {
 			return false, fmt.Errorf("certificate signing request %s was made for another key", name)
 		}
 		issued = c.Status.Certificate
@@ -287,9 +313,23 @@ func requestCertificate(ctx context.Context, client kubernetes.Interface, key *e
 	return issued, nil
 }
 
-func certificateRequest(key *ecdsa.PrivateKey, nodeName string) ([]byte, error) {
+// samePublicKey reports whether the PEM certificate request reqPEM is
+// for key. (An ECDSA signature differs at each signing, so a request
+// found again is compared by its key, not its bytes.)
+func samePublicKey(reqPEM []byte, key *ecdsa.PrivateKey) bool {
+	block, _ := pem.Decode(reqPEM)
+	if block == nil {
+		return false
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	return err == nil && publicKeysEqual(req.PublicKey, key.Public())
+}
+
+func certificateRequest(key *ecdsa.PrivateKey, nodeName string, cr certRequest) ([]byte, error) {
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: NodeUserPrefix + nodeName, Organization: []string{NodesGroup}},
+		Subject:     pkix.Name{CommonName: NodeUserPrefix + nodeName, Organization: []string{NodesGroup}},
+		DNSNames:    cr.dnsNames,
+		IPAddresses: cr.ips,
 	}, key)
 	if err != nil {
 		return nil, err
@@ -298,8 +338,10 @@ func certificateRequest(key *ecdsa.PrivateKey, nodeName string) ([]byte, error) 
 }
 
 // csrName is derived from the key and the node, as the kubelet's is, so
-// that a retry with the same key finds its own request.
-func csrName(key *ecdsa.PrivateKey, nodeName string) (string, error) {
+// that a retry with the same key finds its own request; a serving
+// request's name also covers its names, so that a node whose address
+// changed asks anew rather than finding its old request.
+func csrName(key *ecdsa.PrivateKey, nodeName string, cr certRequest) (string, error) {
 	der, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
 		return "", err
@@ -307,7 +349,16 @@ func csrName(key *ecdsa.PrivateKey, nodeName string) (string, error) {
 	h := sha256.New()
 	h.Write(der)
 	h.Write([]byte(nodeName))
-	return "node-csr-" + hex.EncodeToString(h.Sum(nil))[:32], nil
+	if cr.signer == certificatesv1.KubeAPIServerClientKubeletSignerName {
+		return "node-csr-" + hex.EncodeToString(h.Sum(nil))[:32], nil
+	}
+	for _, n := range cr.dnsNames {
+		h.Write([]byte("\x00dns:" + n))
+	}
+	for _, ip := range cr.ips {
+		h.Write([]byte("\x00ip:" + ip.String()))
+	}
+	return "node-serving-csr-" + hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
 func loadOrCreateKey(path string) (*ecdsa.PrivateKey, error) {

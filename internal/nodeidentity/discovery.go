@@ -42,6 +42,9 @@ const (
 	ClusterInfoSignaturePrefix = "jws-kubeconfig-"
 )
 
+// errWrongToken: the cluster knows the token's ID with another secret.
+var errWrongToken = errors.New("the token's secret is wrong")
+
 var tokenRE = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
 
 // SignClusterInfo returns the detached JWS (header..signature) of content
@@ -75,6 +78,8 @@ func detachedJWS(content, tokenID, tokenSecret string) (string, error) {
 // Until ctx ends it tries again, backing off from a quarter second to
 // four: a token created a moment ago is signed a moment later, and the
 // server may still be starting. The last failure is returned with ctx's.
+// A signature that does not match is final, returned at once: the
+// token's ID is known to the cluster but its secret is not this one.
 func discoverCA(ctx context.Context, serverURL, token string) ([]byte, error) {
 	m := tokenRE.FindStringSubmatch(token)
 	if m == nil {
@@ -85,6 +90,9 @@ func discoverCA(ctx context.Context, serverURL, token string) ([]byte, error) {
 		caPEM, err := discoverOnce(ctx, serverURL, m[1], m[2])
 		if err == nil {
 			return caPEM, nil
+		}
+		if errors.Is(err, errWrongToken) {
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -115,7 +123,7 @@ func discoverOnce(ctx context.Context, serverURL, id, secret string) ([]byte, er
 		return nil, err
 	}
 	if subtle.ConstantTimeCompare([]byte(sig), []byte(want)) != 1 {
-		return nil, fmt.Errorf("discovery: the signature of %s/%s does not match token ID %q", ClusterInfoNamespace, ClusterInfoName, id)
+		return nil, fmt.Errorf("discovery: the signature of %s/%s does not match token ID %q: %w", ClusterInfoNamespace, ClusterInfoName, id, errWrongToken)
 	}
 	cfg, err := clientcmd.Load([]byte(content))
 	if err != nil {

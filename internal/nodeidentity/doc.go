@@ -23,10 +23,20 @@
 // again; a bootstrap interrupted after the CSR was created resumes it,
 // because the key is written first and the CSR is named after the key.
 //
-// # Usage (in the agent)
+// The kubelet API needs a serving certificate the API server trusts (it
+// checks kubelets against the cluster CA). ServingCertificate asks for
+// one as the node itself, after Bootstrap: signer
+// kubernetes.io/kubelet-serving, SANs the node's IPs and name. rudder's
+// approver accepts it only for IPs the node's own Node object lists, so
+// ServingCertificate first registers a minimal Node (or adds the
+// addresses), which the kubelet adopts when it starts (serving.go).
+//
+// # Usage (in the agent: agent.Join)
 //
 //	kubeconfig, err := nodeidentity.Bootstrap(ctx, "https://10.0.0.1:6443", caPEM, token, nodeName, "/var/lib/rudder/agent")
 //	// kubeconfig = /var/lib/rudder/agent/kubelet.kubeconfig, for clientcmd
+//	client := kubernetes.NewForConfigOrDie(restConfigFrom(kubeconfig))
+//	serving, err := nodeidentity.ServingCertificate(ctx, client, nodeName, []net.IP{nodeIP}, "/var/lib/rudder/agent")
 //
 // Bootstrap waits until the certificate is issued or ctx ends: give it a
 // deadline. It trusts the server only through caPEM or, with caPEM nil,

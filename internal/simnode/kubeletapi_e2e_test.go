@@ -249,19 +249,20 @@ func TestKubeletAPIWithKubectl(t *testing.T) {
 		}
 	})
 
-	// Nodes that do not serve the kubelet API, or serve it elsewhere than
-	// on loopback, are answered without a dial.
+	// Nodes that do not serve the kubelet API, or simulated nodes that
+	// claim to serve it elsewhere than on loopback, are answered without
+	// a dial. (A real node, without the label, is dialed where it says.)
 	for _, tc := range []struct {
 		name, ip string
 		port     int32
 		want     string
 	}{
 		{"port 0", "198.18.9.9", 0, `node "noapi" does not serve the kubelet API`},
-		{"not loopback", "192.0.2.1", 10250, `refusing to dial the kubelet of node "remote" at 192.0.2.1`},
+		{"not loopback", "192.0.2.1", 10250, `refusing to dial the kubelet of simulated node "remote" at 192.0.2.1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := map[int32]string{0: "noapi", 10250: "remote"}[tc.port]
-			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{simnode.LabelSimulated: "true"}}}
 			n, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -125,6 +125,9 @@ func (a *approver) Reconcile(ctx context.Context, name string) (controller.Resul
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("unable to parse csr %q: %w", name, err)
 	}
+	if cached.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+		return a.reconcileServing(ctx, cached, req)
+	}
 	var tried []string
 	for _, r := range candidates(cached, req) {
 		tried = append(tried, r.subresource)
@@ -135,21 +138,26 @@ func (a *approver) Reconcile(ctx context.Context, name string) (controller.Resul
 		if !allowed {
 			continue
 		}
-		csr := cached.DeepCopy()
-		now := metav1.NewTime(a.clock.Now())
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved",
-			Message: r.message, LastUpdateTime: now, LastTransitionTime: now,
-		})
-		if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-			return controller.Result{}, fmt.Errorf("error updating approval for csr %q: %w", name, ignoreGone(err))
-		}
-		return controller.Result{}, nil
+		return controller.Result{}, a.approve(ctx, cached, r.message)
 	}
 	if len(tried) > 0 {
 		return controller.Result{}, &errNotApproved{name: name, tried: tried}
 	}
 	return controller.Result{}, nil
+}
+
+// approve adds the Approved condition to csr.
+func (a *approver) approve(ctx context.Context, cached *certificatesv1.CertificateSigningRequest, message string) error {
+	csr := cached.DeepCopy()
+	now := metav1.NewTime(a.clock.Now())
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved",
+		Message: message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("error updating approval for csr %q: %w", csr.Name, ignoreGone(err))
+	}
+	return nil
 }
 
 // reviewFor asks whether the request's recorded requester may create

@@ -27,11 +27,24 @@
 // --cluster-signing-duration), at least ten minutes, backdated five
 // minutes for clock skew and never past the CA's own expiry.
 //
-// The approver approves only kubelet client requests, and only when their
-// recorded requester holds "create" on certificatesigningrequests/
-// selfnodeclient (a node renewing its own certificate) or /nodeclient (a
-// bootstrap identity asking for any node's). Everything else waits for a
-// human. The permission check is an AccessReviewer: the API server does
+// The approver approves two kinds of request; everything else waits for
+// a human:
+//
+//   - kubelet client requests, when their recorded requester holds
+//     "create" on certificatesigningrequests/selfnodeclient (a node
+//     renewing its own certificate) or /nodeclient (a bootstrap identity
+//     asking for any node's), as upstream's csrapproving does;
+//   - kubelet serving requests by a node for itself, which upstream
+//     leaves to a human and rudder approves (as k3s signs them itself)
+//     when they claim nothing the node does not already claim through
+//     its Node: requester system:node:<name> in system:nodes, the same
+//     subject (O system:nodes), the signer's usages, DNS SANs only
+//     <name>, IP SANs only the Node's InternalIP/ExternalIP addresses.
+//     A joining node therefore creates its Node (NodeRestriction lets it)
+//     before it asks; while the Node is missing or lacks an address, the
+//     request is retried with backoff (serving.go).
+//
+// The client permission check is an AccessReviewer: the API server does
 // not serve SubjectAccessReview yet, so the default evaluates the API
 // server's authorizer chain in-process over RBAC objects read through
 // informers; APIReviewer is the drop-in once the API exists.
