@@ -217,6 +217,23 @@ func mountsUnder(dir string) []string {
 	return out
 }
 
+// podCgroups lists the pod cgroups (kubepods/<qos>/pod<uid>) left in any
+// hierarchy under the agent's kubepods tree.
+func podCgroups(h agent.Host) []string {
+	var out []string
+	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, m := range hier {
+		root := filepath.Join(m, h.KubepodsRoot())
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "pod") {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
 // processes lists the host's processes whose command line starts with
 // marker.
 func processes(marker string) []string {
