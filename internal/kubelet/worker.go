@@ -276,6 +276,9 @@ func (k *Kubelet) cleanupPod(uid string) {
 	if err := os.RemoveAll(dir); err != nil {
 		k.cfg.Logger.Warn("remove pod directory", "uid", uid, "err", err)
 	}
+	if err := removePodCgroups(k.cfg.CgroupRoot, uid); err != nil {
+		k.cfg.Logger.Warn("remove pod cgroup", "uid", uid, "err", err)
+	}
 }
 
 // relistLoop lists the runtime every RelistPeriod and wakes the worker of

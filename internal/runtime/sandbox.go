@@ -246,20 +246,11 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 			return nil, grpcError(err)
 		}
 	}
-	shared := s.st.CgroupParent != "" && r.cgroupParentShared(s.st.ID, s.st.CgroupParent)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st.OwnCgroup {
 		if err := r.host.removeCgroupTree(s.st.CgroupParent); err != nil {
 			return nil, grpcError(err)
-		}
-	} else if s.st.CgroupParent != "" && !shared {
-		// The kubelet named the pod's cgroup and runc created it with the
-		// first container: with the pod's last sandbox gone nothing may
-		// stay behind on the host. A cgroup still in use refuses, which
-		// is only logged: the pod's next sandbox may be starting in it.
-		if err := r.host.removeCgroupTree(s.st.CgroupParent); err != nil {
-			r.log.Warn("runtime: pod cgroup left in place", "sandbox", s.st.ID, "cgroup", s.st.CgroupParent, "err", err)
 		}
 	}
 	if err := os.RemoveAll(s.st.Dir); err != nil {
@@ -372,17 +363,4 @@ func labelsMatch(labels, sel map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// cgroupParentShared reports whether a sandbox other than id lives in
-// cgroupParent (a pod's new sandbox after a restart of the old).
-func (r *Runtime) cgroupParentShared(id, cgroupParent string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for oid, o := range r.sandboxes {
-		if oid != id && o.st.CgroupParent == cgroupParent {
-			return true
-		}
-	}
-	return false
 }
