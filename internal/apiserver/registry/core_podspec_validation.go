@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path, isPod bool) fiel
 	allErrs = append(allErrs, validateEnum(spec.DNSPolicy, fldPath.Child("dnsPolicy"),
 		corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)...)
 	allErrs = append(allErrs, metav1validation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
-	allErrs = append(allErrs, validatePodSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
+	allErrs = append(allErrs, validatePodSecurityContext(spec, fldPath.Child("securityContext"))...)
 	for i, s := range spec.ImagePullSecrets {
 		if s != (corev1.LocalObjectReference{Name: s.Name}) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("imagePullSecrets").Index(i), s, "only name may be set"))
@@ -415,7 +416,8 @@ func validateHostNetworkPorts(spec *corev1.PodSpec, fldPath *field.Path, isPod b
 	return allErrs
 }
 
-func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Path) field.ErrorList {
+func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	sc := spec.SecurityContext
 	if sc == nil {
 		return nil
 	}
@@ -427,16 +429,88 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, fldPath *field.Pa
 		g := g
 		allErrs = append(allErrs, validateID(&g, fldPath.Child("supplementalGroups").Index(i))...)
 	}
+	allErrs = append(allErrs, validateSysctls(spec, fldPath.Child("sysctls"))...)
 	if sc.FSGroupChangePolicy != nil {
 		allErrs = append(allErrs, validateEnum(*sc.FSGroupChangePolicy, fldPath.Child("fsGroupChangePolicy"),
 			corev1.FSGroupChangeAlways, corev1.FSGroupChangeOnRootMismatch)...)
 	}
-	for i, s := range sc.Sysctls {
-		if s.Name == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Child("sysctls").Index(i).Child("name"), ""))
+	return allErrs
+}
+
+// sysctlName is upstream's sysctl name: segments of lower-case letters,
+// digits, '-' and '_' (starting and ending alphanumeric), joined by '.' or
+// '/'. The error message prints the regexp, anchors included, as upstream.
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+const sysctlMaxLength = 253
+
+// validateSysctls checks the pod's sysctl names, their uniqueness, and
+// that a pod sharing the host's network or IPC namespace sets none of that
+// namespace's sysctls (they would change the host).
+func validateSysctls(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	if spec.SecurityContext == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, s := range spec.SecurityContext.Sysctls {
+		p := fldPath.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			allErrs = append(allErrs, field.Required(p, ""))
+		case len(s.Name) > sysctlMaxLength || !sysctlName.MatchString(s.Name):
+			allErrs = append(allErrs, field.Invalid(p, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s", sysctlMaxLength, sysctlName)))
+		case seen.Has(s.Name):
+			allErrs = append(allErrs, field.Duplicate(p, s.Name))
+		}
+		seen.Insert(s.Name)
+		switch ns := sysctlNamespace(s.Name); {
+		case spec.HostNetwork && ns == "net":
+			allErrs = append(allErrs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case spec.HostIPC && ns == "ipc":
+			allErrs = append(allErrs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 	}
 	return allErrs
+}
+
+// sysctlNamespace names the kernel namespace a sysctl belongs to ("net",
+// "ipc", "uts"), or "" for a node-wide one.
+func sysctlNamespace(name string) string {
+	name = normalizeSysctl(name)
+	switch name {
+	case "kernel.sem", "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.msgmax",
+		"kernel.msgmnb", "kernel.msgmni", "kernel.shm_rmid_forced":
+		return "ipc"
+	case "kernel.hostname", "kernel.domainname":
+		return "uts"
+	}
+	switch {
+	case strings.HasPrefix(name, "fs.mqueue."):
+		return "ipc"
+	case strings.HasPrefix(name, "net."):
+		return "net"
+	}
+	return ""
+}
+
+// normalizeSysctl turns the slash form (net/ipv4/ip_forward) into the dot
+// form; in the slash form a dot is part of a segment (an interface name)
+// and becomes a slash, as sysctl(8) reads it.
+func normalizeSysctl(name string) string {
+	i := strings.IndexAny(name, "./")
+	if i < 0 || name[i] == '.' {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.':
+			return '/'
+		case '/':
+			return '.'
+		}
+		return r
+	}, name)
 }
 
 func validateID(id *int64, fldPath *field.Path) field.ErrorList {
