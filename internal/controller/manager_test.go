@@ -248,20 +248,25 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("lease holder %q, want manager-a", h)
 	}
 
-	stopped := time.Now()
 	a.cancel()
 	if err := <-a.done; err != nil {
 		t.Fatalf("leader's RunManager: %v", err)
+	}
+	// The leader gave the lease up when it stopped, so the standby need
+	// not wait out the lease: once RunManager returned, the lease names
+	// no holder, or already the standby. (Asserted on the lease, not on
+	// a take-over time, which a loaded machine stretches.)
+	l, err = c.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(context.Background(), lease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != "manager-b" {
+		t.Errorf("after the leader stopped the lease is held by %q, want released", h)
 	}
 	select {
 	case <-b.started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the standby did not take over")
-	}
-	// The leader gave the lease up when it stopped: the standby waited
-	// about a retry period, not the whole lease duration.
-	if d := time.Since(stopped); d > 3*time.Second {
-		t.Errorf("take-over took %v", d)
 	}
 	if overlap.Load() {
 		t.Fatal("both managers ran controllers at once")
