@@ -1,30 +1,27 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rudder-dev/rudder/internal/kubectltest"
 )
 
 // This file holds what e2e_kubectl_test.go needs to run kubectl and read
 // what it prints.
 
-// kubectlTimeout bounds one kubectl run. Commands take well under a second;
-// the bound is there so a hung server fails the test instead of the suite.
+// kubectlTimeout bounds the tests' own waits on kubectl (watches,
+// `kubectl wait`); one run is bounded by kubectltest.Timeout.
 const kubectlTimeout = 30 * time.Second
 
 // kubectlEnv runs kubectl against one server with the admin kubeconfig and
-// a private HOME, so the discovery cache is this test's own.
+// a private HOME, so the discovery cache is this test's own
+// (internal/kubectltest does the running).
 type kubectlEnv struct {
-	bin string
-	env []string
+	*kubectltest.Kubectl
 }
 
 // result is what one kubectl run printed and how it exited.
@@ -42,57 +39,20 @@ func newKubectlEnv(t *testing.T) *kubectlEnv {
 // kubectlFor runs kubectl against the cluster of a kubeconfig.
 func kubectlFor(t *testing.T, kubeconfig string) *kubectlEnv {
 	t.Helper()
-	bin := os.Getenv("KUBECTL")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("kubectl"); err != nil {
-			t.Skip("kubectl not found: set $KUBECTL or put kubectl on PATH")
-		}
-	}
-	home := t.TempDir()
-	env := []string{"KUBECONFIG=" + kubeconfig, "HOME=" + home}
-	for _, kv := range os.Environ() {
-		// Anything that configures kubectl from outside could change what
-		// it prints; keep only what running a program needs.
-		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || k == "TMPDIR" {
-			env = append(env, kv)
-		}
-	}
-	return &kubectlEnv{bin: bin, env: env}
+	return &kubectlEnv{kubectltest.New(t, kubeconfig)}
 }
 
 // run runs kubectl with args and stdin and returns its output and exit code.
 func (k *kubectlEnv) run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Env = k.env
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("kubectl %s: no answer within %v\nstderr: %s", strings.Join(args, " "), kubectlTimeout, res.stderr)
-	case errors.As(err, &exit):
-		res.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return res
+	r := k.Run(t, stdin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // ok runs kubectl and fails the test unless it exits 0; it returns stdout.
 func (k *kubectlEnv) ok(t *testing.T, args ...string) string {
 	t.Helper()
-	r := k.run(t, "", args...)
-	if r.code != 0 {
-		t.Fatalf("kubectl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r.stdout
+	return k.OK(t, args...)
 }
 
 // step is one kubectl command and what it must print. Output is compared

@@ -107,7 +107,7 @@ spec:
 	})
 
 	t.Run("edit", func(t *testing.T) {
-		k.env = append(k.env, "KUBE_EDITOR="+editor)
+		k.Env = append(k.Env, "KUBE_EDITOR="+editor)
 		k.runSteps(t, []step{
 			{name: "edit", args: []string{"edit", "deploy/web"}, out: "deployment.apps/web edited"},
 			{name: "edited", args: []string{"get", "deploy/web", "-o", "jsonpath={.spec.replicas}"}, out: "4"},

@@ -391,8 +391,8 @@ spec:
 func testKubectlWatch(t *testing.T, k *kubectlEnv) {
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k.bin, "get", "pods", "-A", "-w", "--request-timeout=60s")
-	cmd.Env = k.env
+	cmd := exec.CommandContext(ctx, k.Bin, "get", "pods", "-A", "-w", "--request-timeout=60s")
+	cmd.Env = k.Env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -580,8 +580,8 @@ func testKubectlDeletion(t *testing.T, k *kubectlEnv) {
 		// could let wait find nothing and print nothing.
 		ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 		defer cancel()
-		wait := exec.CommandContext(ctx, k.bin, "-n", "demo", "wait", "--for=delete", "cm/held", "--timeout=25s", "-v=6")
-		wait.Env = k.env
+		wait := exec.CommandContext(ctx, k.Bin, "-n", "demo", "wait", "--for=delete", "cm/held", "--timeout=25s", "-v=6")
+		wait.Env = k.Env
 		var out bytes.Buffer
 		wait.Stdout = &out
 		log, err := wait.StderrPipe()
