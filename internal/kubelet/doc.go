@@ -35,6 +35,12 @@
 //	pod workers   one goroutine per pod UID: syncs never overlap; wake-ups
 //	              while syncing fold into one more sync; a back-off's end and
 //	              a 1 min resync wake it as well (worker.go)
+//	probe workers one goroutine per (container instance, probe type:
+//	              liveness, readiness, startup), from when a sync sees the
+//	              container running to when it does not; first probe after
+//	              initialDelaySeconds from the container's start, then one
+//	              per periodSeconds on the clock's ticker; a result that
+//	              passes its threshold wakes the pod's worker (probe.go)
 //
 // # A sync
 //
@@ -68,7 +74,9 @@
 //     CreateContainerError, RunContainerError.
 //  4. computeStatus (status.go), also pure, makes the pod status —
 //     phase, conditions, container states with last states, restart
-//     counts, IPs — and the status writer (statuswriter.go) sends it to
+//     counts, IPs, readiness from the probes' current results
+//     (probe.go: a readiness probe makes a container start not ready; a
+//     startup probe holds readiness until it succeeds) — and the status writer (statuswriter.go) sends it to
 //     the status subresource only when it differs from the API's.
 //
 // Before its first start a pod is admitted (admit.go): it must fit beside
@@ -76,7 +84,14 @@
 // ephemeral-storage requests against allocatable), or it is rejected for
 // good (Failed, OutOf<resource>). Each step is recorded as an event for
 // kubectl describe (events.go: Pulling, Pulled, Created, Started,
-// Killing, BackOff, Failed, FailedMount).
+// Killing, BackOff, Failed, FailedMount, Unhealthy).
+//
+// A liveness or startup probe that reaches its failureThreshold has the
+// next sync kill the container first (Killing: "Container x failed
+// liveness probe, will be restarted", also its terminated message); the
+// restart policy and back-off then apply as to any exit. httpGet and
+// tcpSocket probes dial the pod's IP (or httpGet.host) and fail with
+// "pod has no IP" without one.
 //
 // # Deletion
 //
@@ -103,8 +118,8 @@
 //
 // # Not yet
 //
-// Probes (readiness is "running"), HTTP lifecycle hooks (exec hooks
-// run), eviction, persistent volumes, image garbage collection,
+// grpc probes and probe-level terminationGracePeriodSeconds, HTTP
+// lifecycle hooks (exec hooks run), eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
 // pods, sidecar (restartPolicy
 // Always) init containers beyond running in order, the QoS cgroups'

@@ -28,6 +28,7 @@ const (
 	eventKilling        = "Killing"
 	eventFailedMount    = "FailedMount"
 	eventSandboxChanged = "SandboxChanged"
+	eventUnhealthy      = "Unhealthy"
 )
 
 // startEvents starts the broadcaster; it stops when ctx ends.

@@ -78,6 +78,7 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 				log.Warn("remove container", "id", a.ContainerID, "err", err)
 			}
 			k.obs.forget(a.ContainerID)
+			k.probes.forgetKills(a.ContainerID)
 		case actStopSandbox:
 			if err := k.criDo(ctx, func(c context.Context) error {
 				_, err := k.cri.rt.StopPodSandbox(c, &cri.StopPodSandboxRequest{PodSandboxId: a.SandboxID})
@@ -307,7 +308,10 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 		go func() {
 			defer wg.Done()
 			start := k.cfg.Clock.Now()
-			if a.Container != "" {
+			switch {
+			case a.Message != "":
+				k.event(pod, a.Container, "Normal", eventKilling, "%s", a.Message)
+			case a.Container != "":
 				k.event(pod, a.Container, "Normal", eventKilling, "Stopping container %s", a.Container)
 			}
 			if c := findContainer(pod, a.Container); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {

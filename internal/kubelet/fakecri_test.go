@@ -33,6 +33,8 @@ type fakeCRI struct {
 	pullErr    map[string]string
 	pullHang   map[string]chan struct{} // image → closed when a pull of it began; the pull never ends
 	exitAtOnce map[string]int32         // container name → exit code right after start
+	execExit   map[string]int32         // ExecSync's exit code by the command's first word
+	execFailN  map[string]int           // by first word: fail (exit 1) this many more times
 	nextID     int
 	streamURL  string
 	starts     int
@@ -71,7 +73,7 @@ func startFakeCRI(t *testing.T) *fakeCRI {
 		t.Fatal(err)
 	}
 	f := &fakeCRI{sandboxes: map[string]*fakeSandbox{}, containers: map[string]*fakeContainer{}, images: map[string]bool{},
-		pullErr: map[string]string{}, pullHang: map[string]chan struct{}{}, exitAtOnce: map[string]int32{}, endpoint: "unix://" + sock}
+		pullErr: map[string]string{}, pullHang: map[string]chan struct{}{}, exitAtOnce: map[string]int32{}, execExit: map[string]int32{}, execFailN: map[string]int{}, endpoint: "unix://" + sock}
 	srv := grpc.NewServer()
 	cri.RegisterRuntimeServiceServer(srv, f)
 	cri.RegisterImageServiceServer(srv, f)
@@ -305,7 +307,17 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, r *cri.ContainerStatusReque
 }
 
 func (f *fakeCRI) ExecSync(_ context.Context, r *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {
-	return &cri.ExecSyncResponse{Stdout: []byte(strings.Join(r.Cmd, " ") + "\n")}, nil
+	f.mu.Lock()
+	code := int32(0)
+	if len(r.Cmd) > 0 {
+		code = f.execExit[r.Cmd[0]]
+		if f.execFailN[r.Cmd[0]] > 0 {
+			f.execFailN[r.Cmd[0]]--
+			code = 1
+		}
+	}
+	f.mu.Unlock()
+	return &cri.ExecSyncResponse{Stdout: []byte(strings.Join(r.Cmd, " ") + "\n"), ExitCode: code}, nil
 }
 
 func (f *fakeCRI) Exec(_ context.Context, r *cri.ExecRequest) (*cri.ExecResponse, error) {

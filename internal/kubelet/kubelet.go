@@ -61,6 +61,8 @@ type Kubelet struct {
 	recorder record.EventRecorder
 	// statuses is the last status computed per pod UID (statuswriter.go).
 	statuses sync.Map
+	// probes runs the containers' probes (probe.go).
+	probes *probeManager
 	// syncs counts finished pod syncs (tests wait on it).
 	syncs atomic.Int64
 }
@@ -97,6 +99,7 @@ func New(cfg Config) (*Kubelet, error) {
 		admitted: map[types.UID]bool{},
 		relisted: map[types.UID]string{},
 		ready:    make(chan struct{}),
+		probes:   newProbeManager(),
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.NodeIP.String(), strconv.Itoa(cfg.KubeletPort)))
 	if err != nil {

@@ -68,6 +68,8 @@ type action struct {
 	Image       string // pull
 	Grace       time.Duration
 	Reason      string
+	// Message replaces the Killing event's text (a failed probe's).
+	Message string
 	// BackoffKey and Backoff: the entry to store once the step ran.
 	BackoffKey string
 	Backoff    backoffEntry

@@ -40,6 +40,12 @@ type statusInput struct {
 	RuntimeName string
 	// Terminated: the pod was stopped for good; its phase must end.
 	Terminated bool
+	// Probes are the current probe results by container instance
+	// (probe.go); a missing one has its initial value.
+	Probes map[probeKey]probeResult
+	// KillMessages: why the kubelet killed a container (a failed probe),
+	// by container ID, for its terminated state.
+	KillMessages map[string]string
 }
 
 // Conditions the kubelet owns.
@@ -49,6 +55,16 @@ var kubeletConditions = []corev1.PodConditionType{
 
 // computeStatus is the status the kubelet reports for in.Pod.
 func computeStatus(in statusInput) corev1.PodStatus {
+	if len(in.KillMessages) > 0 {
+		// Not the caller's: its slice is shared.
+		in.Observed.Containers = slices.Clone(in.Observed.Containers)
+		for i := range in.Observed.Containers {
+			c := &in.Observed.Containers[i]
+			if msg, ok := in.KillMessages[c.ID]; ok && c.Message == "" {
+				c.Message = msg
+			}
+		}
+	}
 	pod, obs := in.Pod, &in.Observed
 	old := &pod.Status
 	st := corev1.PodStatus{
@@ -127,8 +143,9 @@ func containerStatuses(in statusInput, specs []corev1.Container, old []corev1.Co
 			switch {
 			case l.State == stateRunning:
 				cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(l.StartedAt)}
-				cs.Started = ptr.To(true)
-				cs.Ready = !init
+				started, ready := probeReady(c, l.ID, in.Probes)
+				cs.Started = ptr.To(started)
+				cs.Ready = !init && ready
 			case l.State == stateExited && !waitingNow:
 				cs.State.Terminated = terminatedState(in.RuntimeName, l)
 				cs.Ready = init && l.ExitCode == 0

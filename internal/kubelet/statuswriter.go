@@ -28,9 +28,14 @@ func statusBytes(st *corev1.PodStatus) []byte {
 // changed. On a conflict it reads the pod again and retries.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObserved, waits map[string]waiting, terminated bool) error {
 	pods := k.client().CoreV1().Pods(pod.Namespace)
+	var ids []string
+	for _, c := range obs.Containers {
+		ids = append(ids, c.ID)
+	}
+	probes, kills := k.probes.snapshot(ids)
 	for try := 0; ; try++ {
 		st := computeStatus(statusInput{Pod: pod, Observed: obs, Waiting: waits, Now: k.cfg.Clock.Now(), HostIPs: k.hostIPs(),
-			RuntimeName: k.runtimeName, Terminated: terminated})
+			RuntimeName: k.runtimeName, Terminated: terminated, Probes: probes, KillMessages: kills})
 		// The kubelet's own view, newer than its informer's (logs read it).
 		k.statuses.Store(pod.UID, &st)
 		if string(statusBytes(&st)) == string(statusBytes(&pod.Status)) {

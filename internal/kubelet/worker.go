@@ -130,6 +130,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 		return false, errorRetry
 	}
 	if pod == nil && obs.empty() {
+		k.syncProbes(w.uid, nil, obs)
 		k.cleanupPod(string(w.uid))
 		k.forgetAdmitted(w.uid)
 		return true, 0
@@ -139,6 +140,11 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 	}
 	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
 	p := computePlan(in)
+	if !p.Stopping {
+		// Containers a liveness or startup probe failed are killed
+		// first; the next sync restarts them as the policy says.
+		p.Actions = append(k.probeKills(pod, obs), p.Actions...)
+	}
 	for c, wt := range p.Waiting {
 		switch wt.Reason {
 		case reasonCrashLoopBackOff:
@@ -165,6 +171,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 			return false, errorRetry
 		}
 	}
+	k.syncProbes(w.uid, pod, obs)
 	if p.Stopping {
 		// Stopping: finish once nothing runs.
 		again := computePlan(planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff})
@@ -256,6 +263,7 @@ func (k *Kubelet) removePod(ctx context.Context, uid string, obs podObserved) {
 		ids = append(ids, s.ID)
 	}
 	k.obs.forget(ids...)
+	k.probes.forgetKills(ids...)
 	k.cleanupPod(uid)
 }
 
