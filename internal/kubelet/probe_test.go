@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +315,52 @@ func hasEvent(e *e2eEnv, name, reason, text string) bool {
 		}
 	}
 	return false
+}
+
+// A held worker (startup not yet succeeded) does not probe, and probes
+// at its next tick once released.
+func TestProbeWorkerHold(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fc := clocktesting.NewFakeClock(start)
+	var released atomic.Bool
+	holds := make(chan struct{}, 10)
+	probed := make(chan time.Duration, 10)
+	w := &probeWorker{params: probeParams{Period: time.Second, Timeout: time.Second, SuccessThreshold: 1, FailureThreshold: 1},
+		clock: fc, started: start, state: probeState{Current: probeFailure},
+		hold: func() bool { holds <- struct{}{}; return !released.Load() },
+		probe: func(context.Context, time.Duration) (probeResult, string) {
+			probed <- fc.Since(start)
+			return probeSuccess, ""
+		},
+		report: func(probeState, bool, probeResult, string) bool { return true },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitHold := func() {
+		t.Helper()
+		select {
+		case <-holds:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the worker did not tick")
+		}
+	}
+	waitHold() // at 0 s
+	fc.Step(time.Second)
+	waitHold() // at 1 s
+	if len(probed) > 0 {
+		t.Fatal("probed while held")
+	}
+	released.Store(true)
+	fc.Step(time.Second)
+	waitHold()
+	select {
+	case at := <-probed:
+		if at != 2*time.Second {
+			t.Errorf("first probe at %v, want 2s (after the release)", at)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no probe after the release")
+	}
 }
