@@ -306,7 +306,16 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, r *cri.ContainerStatusReque
 	return &cri.ContainerStatusResponse{Status: st}, nil
 }
 
-func (f *fakeCRI) ExecSync(_ context.Context, r *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {
+func (f *fakeCRI) ExecSync(ctx context.Context, r *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {
+	if len(r.Cmd) > 0 && r.Cmd[0] == "hang" {
+		// A command that never ends: the runtime gives up at its timeout.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(r.Timeout) * time.Second):
+			return nil, status.Errorf(codes.DeadlineExceeded, "command timed out after %ds", r.Timeout)
+		}
+	}
 	f.mu.Lock()
 	code := int32(0)
 	if len(r.Cmd) > 0 {

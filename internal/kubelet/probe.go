@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -410,7 +412,7 @@ func (k *Kubelet) execProbe(ctx context.Context, id string, cmd []string, timeou
 	defer cancel()
 	r, err := k.cri.rt.ExecSync(cctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(max(timeout/time.Second, 1))})
 	switch {
-	case err != nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout")):
+	case err != nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded):
 		return probeFailure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))
 	case err != nil:
 		return probeUnknown, err.Error()

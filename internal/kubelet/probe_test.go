@@ -296,6 +296,14 @@ func TestProbesE2E(t *testing.T) {
 	e.eventually("the Killing event", func() (bool, error) {
 		return hasEvent(e, "probed", "Killing", "Container app failed liveness probe, will be restarted"), nil
 	})
+	// A command that hangs past timeoutSeconds is a failure, in time.
+	began := time.Now()
+	if r, msg := e.kl.k.execProbe(context.Background(), cstatus(p, "app").ContainerID, []string{"hang"}, time.Second); r != probeFailure || !strings.Contains(msg, "timed out") {
+		t.Errorf("hanging exec probe: %v %q", r, msg)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("hanging exec probe took %v", d)
+	}
 	// The new instance is probed afresh and becomes ready again.
 	e.waitPod("probed", "ready again", func(p *corev1.Pod) bool {
 		return podReady(p) && cstatus(p, "app").RestartCount == 1 && cstatus(p, "app").State.Running != nil
