@@ -16,7 +16,7 @@ trap 'rm -f "$out"' EXIT
 # bench PACKAGE REGEX ITERATIONS
 bench() {
   echo "== $1" >>"$out"
-  if ! go test "$1" -run '^$' -bench "$2" -benchtime="$3x" -benchmem -count=1 >>"$out" 2>&1; then
+  if ! go test "$1" -run '^$' -bench "$2" -benchtime="$3x" -benchmem -count=1 -cpu=2 >>"$out" 2>&1; then
     cat "$out" >&2
     echo "allocs.sh: the benchmarks of $1 failed" >&2
     exit 1
