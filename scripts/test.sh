@@ -27,4 +27,6 @@ if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^$HELM_VERSION"; t
 fi
 export HELM="$GOBIN_DIR/helm"
 go vet ./...
+# The allocation guard: allocs/op of the hot paths against docs/allocs-baseline.txt.
+scripts/allocs.sh
 go test -count=1 -timeout 60m ./...
