@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/rudder-dev/rudder/internal/kubeletapi"
 )
 
 // The Node: registration, its status (capacity, allocatable, nodeInfo,
@@ -198,49 +200,29 @@ func (k *Kubelet) nodeStatus(cur corev1.NodeStatus, f nodeFigures, now time.Time
 	return st
 }
 
-// condition is one computed node condition.
-type condition struct {
-	typ             corev1.NodeConditionType
-	status          corev1.ConditionStatus
-	reason, message string
-}
+// condition is one of the Node conditions this kubelet reports.
+type condition = kubeletapi.NodeCondition
 
 // nodeConditions are the conditions figures f give, in upstream's order.
 func nodeConditions(f nodeFigures) []condition {
-	mem := condition{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"}
+	mem := condition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"}
 	if f.memoryAvailable < evictionMemory.Value() {
-		mem = condition{corev1.NodeMemoryPressure, corev1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"}
+		mem = condition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue, Reason: "KubeletHasInsufficientMemory", Message: "kubelet has insufficient memory available"}
 	}
-	disk := condition{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"}
+	disk := condition{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"}
 	if f.fsSize > 0 && float64(f.fsAvailable) < evictionNodefsFraction*float64(f.fsSize) {
-		disk = condition{corev1.NodeDiskPressure, corev1.ConditionTrue, "KubeletHasDiskPressure", "kubelet has disk pressure"}
+		disk = condition{Type: corev1.NodeDiskPressure, Status: corev1.ConditionTrue, Reason: "KubeletHasDiskPressure", Message: "kubelet has disk pressure"}
 	}
-	pid := condition{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"}
-	ready := condition{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"}
+	pid := condition{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"}
+	ready := condition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	if f.runtimeErr != "" {
-		ready = condition{corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", f.runtimeErr}
+		ready = condition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: f.runtimeErr}
 	}
 	return []condition{mem, disk, pid, ready}
 }
 
 func setNodeConditions(st *corev1.NodeStatus, want []condition, now time.Time) {
-	ts := metav1.NewTime(now)
-	for _, w := range want {
-		c := corev1.NodeCondition{Type: w.typ, Status: w.status, Reason: w.reason, Message: w.message, LastHeartbeatTime: ts, LastTransitionTime: ts}
-		found := false
-		for i := range st.Conditions {
-			if st.Conditions[i].Type != w.typ {
-				continue
-			}
-			if st.Conditions[i].Status == w.status {
-				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
-			}
-			st.Conditions[i], found = c, true
-		}
-		if !found {
-			st.Conditions = append(st.Conditions, c)
-		}
-	}
+	kubeletapi.SetNodeConditions(st, want, now)
 }
 
 // nodeStatusChanged compares statuses as the kubelet does: heartbeats

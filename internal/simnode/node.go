@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/rudder-dev/rudder/internal/kubeletapi"
 )
 
 // simNode is one simulated machine. Its identity is fixed at New; the rest
@@ -133,15 +135,11 @@ func adoptNode(cfg *Config, n *simNode, node *corev1.Node) bool {
 
 // nodeConditions are the conditions a healthy kubelet reports, in its
 // order.
-var nodeConditions = []struct {
-	typ             corev1.NodeConditionType
-	status          corev1.ConditionStatus
-	reason, message string
-}{
-	{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
-	{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-	{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
-	{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
+var nodeConditions = []kubeletapi.NodeCondition{
+	{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
+	{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
+	{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
+	{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
 }
 
 // nodeStatus is the status node n posts at now, given what the API holds:
@@ -168,24 +166,7 @@ func nodeStatus(cfg *Config, n *simNode, cur corev1.NodeStatus, now time.Time) c
 		Architecture:            "amd64",
 	}
 	st.Images = append([]corev1.ContainerImage(nil), cfg.Images...)
-	ts := metav1.NewTime(now)
-	for _, want := range nodeConditions {
-		c := corev1.NodeCondition{Type: want.typ, Status: want.status, Reason: want.reason, Message: want.message,
-			LastHeartbeatTime: ts, LastTransitionTime: ts}
-		found := false
-		for i := range st.Conditions {
-			if st.Conditions[i].Type != want.typ {
-				continue
-			}
-			if st.Conditions[i].Status == want.status {
-				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
-			}
-			st.Conditions[i], found = c, true
-		}
-		if !found {
-			st.Conditions = append(st.Conditions, c)
-		}
-	}
+	kubeletapi.SetNodeConditions(&st, nodeConditions, now)
 	return st
 }
 

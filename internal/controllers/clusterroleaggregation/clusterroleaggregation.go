@@ -25,10 +25,7 @@ package clusterroleaggregation
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +34,7 @@ import (
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/controller"
 )
 
@@ -92,7 +90,7 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	rules, err := aggregate(role, all)
+	rules, err := auth.AggregatedRules(role, all)
 	if err != nil {
 		// A selector that does not parse cannot be fixed by retrying.
 		return controller.Result{}, nil
@@ -111,29 +109,3 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return controller.Result{}, nil
 }
 
-// aggregate computes an aggregated role's rules from all ClusterRoles, as
-// upstream's controller does (see the package doc).
-func aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) ([]rbacv1.PolicyRule, error) {
-	var rules []rbacv1.PolicyRule
-	for i := range role.AggregationRule.ClusterRoleSelectors {
-		sel, err := metav1.LabelSelectorAsSelector(&role.AggregationRule.ClusterRoleSelectors[i])
-		if err != nil {
-			return nil, err
-		}
-		var matching []*rbacv1.ClusterRole
-		for _, r := range all {
-			if r.Name != role.Name && sel.Matches(labels.Set(r.Labels)) {
-				matching = append(matching, r)
-			}
-		}
-		sort.Slice(matching, func(a, b int) bool { return matching[a].Name < matching[b].Name })
-		for _, r := range matching {
-			for _, rule := range r.Rules {
-				if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
-					rules = append(rules, rule)
-				}
-			}
-		}
-	}
-	return rules, nil
-}
