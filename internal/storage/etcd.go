@@ -2,11 +2,14 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,13 +48,47 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 60 * time.Second
 	}
+	// The ports are chosen by listening on port 0 and closing: another
+	// process may take one before etcd binds it (tests start many servers
+	// at once). Binding fails before etcd writes anything, so a few
+	// attempts with new ports are safe.
+	var member *embed.Etcd
+	var clientURL url.URL
+	var err error
+	for attempt := 0; ; attempt++ {
+		member, clientURL, err = startMember(cfg)
+		if err == nil || attempt == 4 || !addrInUse(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-member.Server.ReadyNotify():
+	case err := <-member.Err():
+		member.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-time.After(cfg.ReadyTimeout):
+		member.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after %s", cfg.ReadyTimeout)
+	case <-ctx.Done():
+		member.Close()
+		return nil, ctx.Err()
+	}
+	slog.Info("embedded etcd ready", "dir", cfg.Dir, "client", clientURL.String())
+	return &Etcd{Client: v3client.New(member.Server), Endpoints: []string{clientURL.String()}, member: member}, nil
+}
+
+// startMember starts the etcd member on fresh loopback ports.
+func startMember(cfg EmbeddedConfig) (*embed.Etcd, url.URL, error) {
 	clientURL, err := freeLoopbackURL()
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: client port: %w", err)
+		return nil, url.URL{}, fmt.Errorf("embedded etcd: client port: %w", err)
 	}
 	peerURL, err := freeLoopbackURL()
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: peer port: %w", err)
+		return nil, url.URL{}, fmt.Errorf("embedded etcd: peer port: %w", err)
 	}
 	ec := embed.NewConfig()
 	ec.Name = "rudder"
@@ -79,22 +116,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Etcd, error) {
 
 	member, err := embed.StartEtcd(ec)
 	if err != nil {
-		return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.Dir, err)
+		return nil, url.URL{}, fmt.Errorf("start embedded etcd in %s: %w", cfg.Dir, err)
 	}
-	select {
-	case <-member.Server.ReadyNotify():
-	case err := <-member.Err():
-		member.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	case <-time.After(cfg.ReadyTimeout):
-		member.Close()
-		return nil, fmt.Errorf("embedded etcd not ready after %s", cfg.ReadyTimeout)
-	case <-ctx.Done():
-		member.Close()
-		return nil, ctx.Err()
-	}
-	slog.Info("embedded etcd ready", "dir", cfg.Dir, "client", clientURL.String())
-	return &Etcd{Client: v3client.New(member.Server), Endpoints: []string{clientURL.String()}, member: member}, nil
+	return member, clientURL, nil
+}
+
+// addrInUse reports a port taken between choosing and binding it.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // Connect returns a client of an external etcd cluster.
