@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 )
 
 // Config names the lease and the candidate.
@@ -148,6 +150,7 @@ func Run(ctx context.Context, cfg Config, fn func(ctx context.Context) error) er
 		running.Wait()
 		stopElect()
 		<-electDone
+		release(client, cfg, log)
 	}
 	select {
 	case <-ctx.Done():
@@ -169,4 +172,36 @@ func Run(ctx context.Context, cfg Config, fn func(ctx context.Context) error) er
 		}
 	}
 	return fmt.Errorf("leader election lost: lease %s", lease)
+}
+
+// release clears the lease if it still names this candidate. The
+// elector's own release on cancel can fail: cancelling it may cut a renew
+// short after etcd applied it, and the release then writes with a stale
+// resourceVersion and conflicts, leaving standbys to wait out the whole
+// lease. This reads the lease afresh and retries on conflict.
+func release(client kubernetes.Interface, cfg Config, log *slog.Logger) {
+	leases := client.CoordinationV1().Leases(cfg.Namespace)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
+		err := func() error {
+			l, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+			if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != cfg.Identity {
+				return nil // gone, or not ours: nothing to give up
+			}
+			now := metav1.NewMicroTime(time.Now())
+			l.Spec.HolderIdentity = nil
+			l.Spec.LeaseDurationSeconds = ptr.To(int32(1))
+			l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}()
+		cancel()
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			log.Warn("releasing lease", "err", err)
+			return
+		}
+	}
 }
