@@ -81,8 +81,9 @@ func (sf *serverFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&cfg.Controllers, "controllers", []string{"*"}, "in-process controllers, as kube-controller-manager's --controllers: \"*\" runs the defaults, \"name\" adds one, \"-name\" drops one, \"-*\" runs none")
 	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil,
 		"admission plugins to enable besides the default ones ("+strings.Join(admission.DefaultPlugins(), ", ")+
-			"); all known: "+strings.Join(admission.AllPlugins(), ", ")+". They run in that order whatever the order given; "+
-			"plugins not implemented are skipped. ServiceAccount, TaintNodesByCondition and DefaultTolerationSeconds are on only "+
+			"); all known: "+strings.Join(admission.AllPlugins(), ", ")+". They run in that order whatever the order given. "+
+			"Accepted for kube-apiserver compatibility but not implemented (skipped with a warning): "+strings.Join(admission.NotImplemented(), ", ")+
+			". ServiceAccount, TaintNodesByCondition and DefaultTolerationSeconds are on only "+
 			"with their controllers (serviceaccount, nodelifecycle, taint-eviction-controller) unless named here")
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins to disable, even if on by default")
 	f.Int64Var(&sf.notReadySeconds, "default-not-ready-toleration-seconds", 300,

@@ -147,7 +147,12 @@ var registry = []registryEntry{
 	{name: "CertificateSubjectRestriction", defaultOn: true, build: func(Deps) Plugin { return CertificateSubjectRestriction{} }},
 	{name: "DefaultIngressClass", defaultOn: true, build: func(d Deps) Plugin { return DefaultIngressClass{Objects: d.Objects} }},
 	{name: "DenyServiceExternalIPs"},
-	{name: "PodTopologyLabels", defaultOn: true},
+	{name: "PodTopologyLabels", defaultOn: true, build: func(d Deps) Plugin {
+		if d.Objects == nil {
+			return nil
+		}
+		return PodTopologyLabels{Objects: d.Objects}
+	}},
 	{name: "MutatingAdmissionPolicy", defaultOn: true},
 	{name: "MutatingAdmissionWebhook", defaultOn: true, build: func(d Deps) Plugin {
 		if d.Objects == nil {
@@ -187,11 +192,23 @@ func AllPlugins() []string {
 	return out
 }
 
-// DefaultPlugins returns the names on by default, in order.
+// DefaultPlugins returns the names on by default that run here, in order.
 func DefaultPlugins() []string {
 	var out []string
 	for _, e := range registry {
-		if e.defaultOn {
+		if e.defaultOn && e.build != nil {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
+// NotImplemented returns the upstream names accepted on the command line
+// that do nothing here, in order.
+func NotImplemented() []string {
+	var out []string
+	for _, e := range registry {
+		if e.build == nil {
 			out = append(out, e.name)
 		}
 	}

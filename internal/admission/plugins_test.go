@@ -25,16 +25,16 @@ func TestEnabledPlugins(t *testing.T) {
 		{name: "defaults, in upstream's order",
 			has:   []string{"ResourceQuota", "MutatingAdmissionWebhook"},
 			lacks: []string{"AlwaysAdmit", "NodeRestriction", "AlwaysPullImages"},
-			order: "NamespaceLifecycle LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
+			order: "NamespaceLifecycle LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass PodTopologyLabels MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
 		{name: "disable removes a default",
 			disable: []string{"ServiceAccount", "Priority"},
-			order:   "NamespaceLifecycle LimitRanger TaintNodesByCondition PodSecurity DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
+			order:   "NamespaceLifecycle LimitRanger TaintNodesByCondition PodSecurity DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass PodTopologyLabels MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
 		{name: "enable adds, in its place whatever the flag order",
 			enable: []string{"AlwaysPullImages", "NodeRestriction"},
 			has:    []string{"NodeRestriction", "AlwaysPullImages"},
-			order:  "NamespaceLifecycle LimitRanger ServiceAccount NodeRestriction TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
+			order:  "NamespaceLifecycle LimitRanger ServiceAccount NodeRestriction TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass PodTopologyLabels MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
 		{name: "enabling a default changes nothing", enable: []string{"Priority"},
-			order: "NamespaceLifecycle LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
+			order: "NamespaceLifecycle LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass CertificateApproval CertificateSigning CertificateSubjectRestriction DefaultIngressClass PodTopologyLabels MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook ResourceQuota"},
 		{name: "unknown names are refused", enable: []string{"Nope"},
 			err: `enable-admission-plugins plugin "Nope" is unknown`},
 		{name: "unknown disabled names too", disable: []string{"Nope", "Priority"},
@@ -88,7 +88,7 @@ func TestBuildRunsPluginsInUpstreamOrder(t *testing.T) {
 	// Without an authorizer CertificateApproval and CertificateSigning are
 	// left out, and StorageObjectInUseProtection without its controllers.
 	want := "[NamespaceLifecycle RBACEscalation LimitRanger ServiceAccount NodeRestriction TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds " +
-		"DefaultStorageClass PersistentVolumeClaimResize RuntimeClass CertificateSubjectRestriction DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook]"
+		"DefaultStorageClass PersistentVolumeClaimResize RuntimeClass CertificateSubjectRestriction DefaultIngressClass PodTopologyLabels MutatingAdmissionWebhook ValidatingAdmissionPolicy ValidatingAdmissionWebhook]"
 	if got := fmt.Sprint(chain.Names()); got != want {
 		t.Fatalf("chain %s, want %s", got, want)
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rudder-dev/rudder/internal/admit"
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
@@ -161,7 +163,21 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace
 		h.s.writeError(w, r, apierrors.NewInvalid(ref.kind.GroupKind(), name, fieldErrs("target.name", "", "must not be empty")))
 		return
 	}
-	req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: isDry,
+	// Admission sees the Binding, as a create of pods/binding: webhooks and
+	// policies matching pods/binding get it, and PodTopologyLabels adds
+	// the node's topology labels to it.
+	b.Namespace = namespace
+	attrs := &admit.Attributes{Operation: admit.Create, Kind: ref.kind, Resource: h.res.GroupVersionResource(),
+		Subresource: "binding", Namespace: namespace, Name: name, Object: b, User: requestUser(r), DryRun: isDry}
+	if err := h.s.admission.Admit(r.Context(), attrs); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if err := h.s.admission.Validate(r.Context(), attrs); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	req := updateRequest{namespace: namespace, name: name, user: requestUser(r), dryRun: isDry, admitted: true,
 		mutate: func(cur runtime.Object) (runtime.Object, bool, error) {
 			pod := cur.(*corev1.Pod)
 			if b.UID != "" && b.UID != pod.UID {
@@ -179,6 +195,14 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, namespace
 					pod.Annotations = map[string]string{}
 				}
 				pod.Annotations[k] = v
+			}
+			// The Binding's labels (PodTopologyLabels' among them) land on
+			// the pod, overwriting, as upstream's binding does.
+			for k, v := range b.Labels {
+				if pod.Labels == nil {
+					pod.Labels = map[string]string{}
+				}
+				pod.Labels[k] = v
 			}
 			setPodScheduled(pod, h.s.now())
 			pod.ResourceVersion = ""

@@ -58,6 +58,10 @@ type updateRequest struct {
 	// replaces means the mutation ignores the current object (a PUT
 	// replaces it): it is given nil instead of a copy made for nothing.
 	replaces bool
+	// admitted means the caller ran admission on the request's own object
+	// (a Binding is admitted as a create of pods/binding, as upstream
+	// does), so the update of the object it changes is not admitted again.
+	admitted bool
 }
 
 // maxUpdateRetries bounds the retries of an unconditional update that
@@ -224,6 +228,9 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, next, cur runtime.O
 	attrs := &admit.Attributes{Operation: admit.Update, Kind: h.gvk, Resource: h.res.GroupVersionResource(),
 		Subresource: req.subresource, Namespace: nm.GetNamespace(), Name: nm.GetName(),
 		Object: next, OldObject: cur, User: req.user, DryRun: req.dryRun}
+	if req.admitted {
+		return next, h.validateUpdate(next, cur, req.subresource)
+	}
 	if err := admitKeepingManagedFields(next, func() error { return h.s.admission.Admit(ctx, attrs) }); err != nil {
 		return nil, err
 	}
