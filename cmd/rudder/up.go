@@ -73,8 +73,8 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 // agentFlags are the node agent's flags, shared by `rudder up` and
 // `rudder agent`.
 type agentFlags struct {
-	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir string
-	kubeletPort                                               int
+	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir, cgroupRoot string
+	kubeletPort                                                           int
 }
 
 func (af *agentFlags) register(cmd *cobra.Command) {
@@ -86,6 +86,7 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.ociRuntime, "oci-runtime", "runc", "the OCI runtime rudder's runtime starts containers with")
 	f.StringVar(&af.podLogsDir, "pod-logs-dir", "/var/log/pods", "where container logs are written, one directory per pod")
 	f.IntVar(&af.kubeletPort, "kubelet-port", 10250, "the kubelet API's port (0 picks a free one)")
+	f.StringVar(&af.cgroupRoot, "cgroup-root", "", "the cgroup pods nest under, as <root>/kubepods/... (default: the agent's own cgroup)")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -110,5 +111,6 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		OCIRuntime:      af.ociRuntime,
 		PodLogsDir:      af.podLogsDir,
 		KubeletPort:     af.kubeletPort,
+		CgroupRoot:      af.cgroupRoot,
 	}, nil
 }
