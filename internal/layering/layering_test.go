@@ -73,12 +73,14 @@ var layers = []struct {
 
 	// Wiring: starts components in one process.
 	{"cmd", wiring, ""},
-	{"internal/server", wiring, ""},       // storage + apiserver + scheduler + controllers
-	{"internal/agent", wiring, ""},        // kubelet + runtime + network + proxy
-	{"internal/localcluster", wiring, ""}, // `rudder up --nodes`: node agents in namespaces of their own
-	{"internal/controllers", wiring, ""},  // the controllers registry (registry.go)
-	{"internal/bench", wiring, ""},        // `rudder bench` scenarios stand clusters up
-	{"scripts", wiring, ""},               // tools the scripts build (test images for critest)
+	{"internal/server", wiring, ""},      // storage + apiserver + scheduler + controllers
+	{"internal/agent", wiring, ""},       // kubelet + runtime + network + proxy
+	{"internal/controllers", wiring, ""}, // the controllers registry (registry.go)
+	{"internal/bench", wiring, ""},       // `rudder bench` scenarios stand clusters up
+	{"scripts", wiring, ""},              // tools the scripts build (test images for critest)
+
+	// `rudder up --nodes`: node agents in namespaces of their own.
+	{"internal/localcluster", wiring, ""},
 
 	// Test support: stands clusters up; only tests import it.
 	{"internal/clustertest", testSupport, ""},
