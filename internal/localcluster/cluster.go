@@ -346,3 +346,32 @@ func lockDir(dir string) (*os.File, error) {
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
 	return f, nil
 }
+
+// Sweep removes what a cluster on dataDir left behind after a crash —
+// processes in its cgroups, mounts, cgroups, run directories — as the
+// next Prepare would, without starting anything. It refuses while a
+// cluster runs on dataDir.
+func Sweep(dataDir string) error {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return err
+	}
+	nodesDir := NodesDir(abs)
+	if _, err := os.Stat(nodesDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	lock, err := lockDir(nodesDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	st, err := readState(nodesDir)
+	if err != nil {
+		return err
+	}
+	cg, err := detectCgroups()
+	if err != nil {
+		return err
+	}
+	return sweep(cg, nodesDir, st)
+}
