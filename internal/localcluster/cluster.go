@@ -47,7 +47,8 @@ type Config struct {
 	// the agent keeps exiting within a minute of its start.
 	RestartBackoff, MaxRestartBackoff time.Duration
 	// StopGrace is how long a node agent has to stop after SIGTERM
-	// before it is killed (10 s).
+	// before it is killed (5 s: the whole stop must fit in the
+	// 20 s a rudder command has after SIGTERM).
 	StopGrace time.Duration
 }
 
@@ -68,7 +69,7 @@ func (c *Config) defaults() {
 		c.MaxRestartBackoff = 30 * time.Second
 	}
 	if c.StopGrace <= 0 {
-		c.StopGrace = 10 * time.Second
+		c.StopGrace = 5 * time.Second
 	}
 }
 
@@ -102,6 +103,9 @@ func Prepare(cfg Config) (_ *Cluster, err error) {
 	cfg.defaults()
 	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
 		return nil, fmt.Errorf("--nodes %d: between 1 and %d nodes", cfg.Nodes, MaxNodes)
+	}
+	if err := checkSubnet(cfg.Subnet, cfg.Nodes); err != nil {
+		return nil, err
 	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("rudder up --nodes must run as root (it creates network namespaces, cgroups and mounts)")

@@ -69,12 +69,12 @@ func nodeAddr(subnet netip.Prefix, i int) (netip.Addr, error) {
 // BuildTopology creates the hub and one namespace per name, wired to the
 // hub's bridge. On error nothing it created is left (the namespaces are
 // closed, so the kernel frees them and their links).
-func BuildTopology(subnet netip.Prefix, names []string) (t *Topology, err error) {
-	if !subnet.Addr().Is4() || subnet.Bits() > 30 {
-		return nil, fmt.Errorf("node subnet %s: an IPv4 prefix of /30 or wider is needed", subnet)
+func BuildTopology(subnet netip.Prefix, names []string) (_ *Topology, err error) {
+	if err := checkSubnet(subnet, len(names)); err != nil {
+		return nil, err
 	}
 	subnet = subnet.Masked()
-	t = &Topology{Subnet: subnet, HubIP: subnet.Addr().Next()}
+	t := &Topology{Subnet: subnet, HubIP: subnet.Addr().Next()}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -102,6 +102,18 @@ func BuildTopology(subnet netip.Prefix, names []string) (t *Topology, err error)
 		}
 	}
 	return t, nil
+}
+
+// checkSubnet refuses a subnet that is not IPv4 or has no room for the
+// hub and n nodes.
+func checkSubnet(subnet netip.Prefix, n int) error {
+	if !subnet.IsValid() || !subnet.Addr().Is4() || subnet.Bits() > 30 {
+		return fmt.Errorf("node subnet %s: an IPv4 prefix of /30 or wider is needed", subnet)
+	}
+	if _, err := nodeAddr(subnet.Masked(), n-1); err != nil {
+		return fmt.Errorf("node subnet %s has room for fewer than %d nodes", subnet, n)
+	}
+	return nil
 }
 
 // addBridge creates the hub's bridge, with the hub's address, on the
