@@ -50,30 +50,10 @@ func TestUpNodes(t *testing.T) {
 
 	dataDir := filepath.Join(tmp, "data")
 	logPath := filepath.Join(tmp, "up.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	up := exec.Command(bin, "up", "--nodes", "2", "--data-dir", dataDir, "--https-port", "0")
-	up.Stdout, up.Stderr = logf, logf
 	began = time.Now()
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Wait() }()
-	stopped := false
+	up := startUp(t, bin, dataDir, logPath)
 	t.Cleanup(func() {
-		if !stopped {
-			up.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-upDone:
-			case <-time.After(30 * time.Second):
-				up.Process.Kill()
-				<-upDone
-			}
-		}
+		up.stop(t)
 		if t.Failed() {
 			tail, _ := os.ReadFile(logPath)
 			t.Logf("rudder up's log:\n%s", lastLines(string(tail), 40))
@@ -124,7 +104,7 @@ func TestUpNodes(t *testing.T) {
 	}
 
 	for _, n := range []string{"node-1", "node-2"} {
-		k.OK(t, "run", "on-"+n, "--image=busybox:local", "--image-pull-policy=Never", "--restart=Never",
+		k.OK(t, "run", "on-"+n, "--image=busybox:local", "--image-pull-policy=Never", "--restart=Always",
 			`--overrides={"apiVersion":"v1","spec":{"nodeSelector":{"kubernetes.io/hostname":"`+n+`"}}}`,
 			"--", "sh", "-c", "echo hello from "+n+"; exec sleep 3600")
 	}
@@ -146,7 +126,7 @@ func TestUpNodes(t *testing.T) {
 		})
 	}
 
-	agents := nodeAgents(t, up.Process.Pid)
+	agents := nodeAgents(t, up.pid())
 	if len(agents) != 2 {
 		t.Fatalf("node agents of rudder up: %v, want node-1 and node-2", agents)
 	}
@@ -165,7 +145,7 @@ func TestUpNodes(t *testing.T) {
 		syscall.Kill(old, syscall.SIGKILL)
 		killed := time.Now()
 		waitFor(t, 30*time.Second, "node-1's agent restarted", func() bool {
-			pid, ok := nodeAgents(t, up.Process.Pid)["node-1"]
+			pid, ok := nodeAgents(t, up.pid())["node-1"]
 			return ok && pid != old
 		})
 		t.Logf("agent restarted %v after kill -9", time.Since(killed).Round(time.Millisecond))
@@ -195,17 +175,63 @@ func TestUpNodes(t *testing.T) {
 		runDirs = append(runDirs, agent.RunDir(agent.Config{Dir: filepath.Join(localcluster.NodesDir(dataDir), n, "agent")}))
 	}
 
-	t.Run("SIGTERM stops everything and leaves nothing", func(t *testing.T) {
-		up.Process.Signal(syscall.SIGTERM)
-		stopping := time.Now()
-		select {
-		case err := <-upDone:
-			stopped = true
-			if err != nil {
-				t.Errorf("rudder up exited with %v", err)
+	t.Run("after a crash of rudder up, the next start sweeps what it left", func(t *testing.T) {
+		agents = nodeAgents(t, up.pid())
+		up.cmd.Process.Kill()
+		<-up.done
+		// The agents stop with their parent (Pdeathsig); the containers
+		// and their monitors stay, in the cluster's cgroups.
+		waitFor(t, 15*time.Second, "the node agents to stop", func() bool {
+			for _, pid := range agents {
+				if processAlive(pid) {
+					return false
+				}
 			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("rudder up still running 30 s after SIGTERM")
+			return true
+		})
+		left := processesWith(t, dataDir, nil)
+		if len(left) == 0 {
+			t.Fatal("nothing left running after the crash: the containers should outlive it")
+		}
+		leftStart := map[int]string{}
+		for _, p := range left {
+			pid, _ := strconv.Atoi(strings.Fields(p)[0])
+			leftStart[pid] = startTime(pid)
+		}
+		restarted := time.Now()
+		up = startUp(t, bin, dataDir, logPath)
+		waitFor(t, 60*time.Second, "2 nodes Ready again", func() bool {
+			r := k.Run(t, "", "get", "nodes", "-o", "json")
+			var l corev1.NodeList
+			return r.Code == 0 && json.Unmarshal([]byte(r.Stdout), &l) == nil && readyNodes(&l) == 2 &&
+				len(nodeAgents(t, up.pid())) == 2
+		})
+		// The pods come back: their containers, swept with the crashed
+		// run, are created again by the new agents.
+		for _, n := range []string{"node-1", "node-2"} {
+			waitFor(t, 60*time.Second, "exec in on-"+n+" after the restart", func() bool {
+				r := k.Run(t, "", "exec", "on-"+n, "--", "echo", "back")
+				return r.Code == 0 && r.Stdout == "back\n"
+			})
+		}
+		t.Logf("2 nodes Ready and both pods back %v after the restart", time.Since(restarted).Round(time.Millisecond))
+		for pid, st := range leftStart {
+			if processAlive(pid) && startTime(pid) == st {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				t.Errorf("pid %d, left by the crashed run, still runs: %q", pid, cmdline)
+			}
+		}
+		agents = nodeAgents(t, up.pid())
+		nodeNS = nodeNS[:0]
+		for _, pid := range agents {
+			nodeNS = append(nodeNS, netnsInode(t, strconv.Itoa(pid)))
+		}
+	})
+
+	t.Run("SIGTERM stops everything and leaves nothing", func(t *testing.T) {
+		stopping := time.Now()
+		if err := up.stop(t); err != nil {
+			t.Errorf("rudder up: %v", err)
 		}
 		t.Logf("stopped in %v", time.Since(stopping).Round(time.Millisecond))
 		for _, p := range processesWith(t, dataDir, nodeNS) {
@@ -231,6 +257,80 @@ func TestUpNodes(t *testing.T) {
 			t.Errorf("ip netns list: %s", out)
 		}
 	})
+}
+
+// upProc is a running `rudder up --nodes 2`.
+type upProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startUp(t *testing.T, bin, dataDir, logPath string) *upProc {
+	t.Helper()
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "up", "--nodes", "2", "--data-dir", dataDir, "--https-port", "0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	u := &upProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		u.err = cmd.Wait()
+		logf.Close()
+		close(u.done)
+	}()
+	return u
+}
+
+func (u *upProc) pid() int { return u.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits (30 s, then SIGKILL); it returns how the
+// process ended.
+func (u *upProc) stop(t *testing.T) error {
+	select {
+	case <-u.done:
+		return u.err
+	default:
+	}
+	u.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-u.done:
+		return u.err
+	case <-time.After(30 * time.Second):
+		u.cmd.Process.Kill()
+		<-u.done
+		return fmt.Errorf("still running 30 s after SIGTERM")
+	}
+}
+
+// processAlive reports whether pid runs: a zombie, dead but not yet
+// reaped by whoever inherited it, does not.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// startTime is field 22 of /proc/<pid>/stat: with the PID, it names one
+// process.
+func startTime(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
