@@ -29,13 +29,13 @@ type nodesFlags struct {
 
 func (nf *nodesFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.IntVar(&nf.nodes, "nodes", 0, "run this many real nodes, each a `rudder agent` in its own network namespace, data directory and cgroup, wired to a private bridge (0: one node in this process, in the host's network namespace)")
+	f.IntVar(&nf.nodes, "nodes", 0, "run this many real nodes (1-100), each a \"rudder agent\" process in its own network namespace, data directory and cgroup, wired to a private bridge (without --nodes: one node in this process, in the host's network namespace)")
 	f.StringVar(&nf.subnet, "node-subnet", localcluster.DefaultSubnet.String(), "with --nodes: the private subnet of the nodes' bridge; the API server listens on its first address, the nodes take the next ones")
 	// The node agent's pod network mode is the network package's flag;
 	// up forwards it to every node. Registered here only while the agent
 	// has none of its own, so the two never clash.
 	if agentCommand().Flags().Lookup("network") == nil && f.Lookup("network") == nil {
-		f.StringVar(&nf.network, "network", "", "with --nodes: the nodes' pod network mode, passed to each `rudder agent --network` (default: the agent's)")
+		f.StringVar(&nf.network, "network", "", "with --nodes: the nodes' pod network mode, passed to each node's \"rudder agent --network\" (default: the agent's)")
 	}
 }
 
