@@ -82,6 +82,7 @@ type Cluster struct {
 	st       state
 	topo     *Topology
 	hub      net.Listener
+	hubTaken bool // Listener handed it to the server, which closes it
 	children []*child
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -202,7 +203,10 @@ func (c *Cluster) HubIP() netip.Addr { return c.topo.HubIP }
 
 // Listener is the API listener in the hub namespace, for
 // server.Config.ExtraListener (the server then owns it).
-func (c *Cluster) Listener() net.Listener { return c.hub }
+func (c *Cluster) Listener() net.Listener {
+	c.hubTaken = true
+	return c.hub
+}
 
 // ServerURL is the API's URL as the nodes reach it.
 func (c *Cluster) ServerURL() string { return "https://" + c.hub.Addr().String() }
@@ -315,8 +319,10 @@ func (c *Cluster) teardown() error {
 	if c.st.Cgroup != "" {
 		errs = append(errs, sweep(c.cg, c.nodesDir, c.st))
 	}
-	if c.hub != nil {
-		c.hub.Close() // the server's already, unless it never started
+	if c.hub != nil && !c.hubTaken {
+		// Closing the server's listener under it would end its Serve
+		// with an error rather than ErrServerClosed.
+		c.hub.Close()
 	}
 	if c.topo != nil {
 		errs = append(errs, c.topo.Close())
