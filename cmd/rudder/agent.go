@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ import (
 // kubelet does it) and are kept for the next start.
 func agentCommand() *cobra.Command {
 	var af agentFlags
-	var server, token, caFile, dataDir string
+	var server, token, tokenFile, caFile, dataDir string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Join a running server as a node running real containers",
@@ -36,6 +37,16 @@ signed it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
 				return errors.New("--server is required (the API server's https:// URL)")
+			}
+			if tokenFile != "" {
+				if token != "" {
+					return errors.New("--token and --token-file: give one")
+				}
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return fmt.Errorf("--token-file: %w", err)
+				}
+				token = strings.TrimSpace(string(b))
 			}
 			var caPEM []byte
 			if caFile != "" {
@@ -83,6 +94,7 @@ signed it.`,
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "the API server's URL, https://HOST:PORT")
 	f.StringVar(&token, "token", "", "a bootstrap token <id>.<secret> (rudder token create); not needed while the node's certificates are valid")
+	f.StringVar(&tokenFile, "token-file", "", "a file holding the bootstrap token (kept off the command line, which other users can read)")
 	f.StringVar(&caFile, "ca-file", "", "the cluster CA certificate (default: discovered with the token)")
 	f.StringVar(&dataDir, "data-dir", "/var/lib/rudder", "where the agent keeps its state, credentials and images")
 	af.register(cmd)

@@ -19,16 +19,14 @@ import (
 // imagesCommand is `rudder images`: the node's image store, offline (no
 // registry needed), sharing <data-dir>/agent/images with a running agent.
 func imagesCommand() *cobra.Command {
-	var dataDir string
-	open := func() (*image.Store, error) {
-		return image.Open(image.Config{Root: filepath.Join(dataDir, "agent", "images")})
-	}
+	var dataDir, node string
+	stores := func() ([]nodeStore, error) { return openImageStores(dataDir, node) }
 	cmd := &cobra.Command{
 		Use:   "images",
-		Short: "Manage the node's container images (import, ls, rm, export)",
-		Long: `Manage the container images of this node's runtime. The store is shared with
-a running agent, so an imported image is at once usable by pods (with
-imagePullPolicy: IfNotPresent or Never):
+		Short: "Manage the nodes' container images (import, ls, rm, export)",
+		Long: `Manage the container images of this machine's nodes. The store is shared
+with a running agent, so an imported image is at once usable by pods
+(with imagePullPolicy: IfNotPresent or Never):
 
   docker save busybox:1.36 -o bb.tar      # on a machine with docker
   rudder images import bb.tar
@@ -37,33 +35,49 @@ imagePullPolicy: IfNotPresent or Never):
   rudder images rm busybox:1.36
 
 import reads docker-archive (docker save) and OCI-layout tarballs, plain or
-gzip-compressed; "-" reads standard input.`,
+gzip-compressed; "-" reads standard input.
+
+Each node has its own store. For "rudder up" it is <data-dir>/agent/images;
+for "rudder up --nodes N" each node's, <data-dir>/nodes/node-N/agent/images:
+import, busybox and rm then act on every node, ls lists every node's
+images with a NODE column, and export reads the first node's. --node
+picks one node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "/var/lib/rudder", "rudder's data directory; images live in <data-dir>/agent/images")
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "/var/lib/rudder", "rudder's data directory; images live in <data-dir>/agent/images, or per node in <data-dir>/nodes/<node>/agent/images")
+	cmd.PersistentFlags().StringVar(&node, "node", "", "with `rudder up --nodes`: the one node to act on (default: every node)")
 
 	importCmd := &cobra.Command{
 		Use:   "import FILE...",
 		Short: "Import docker-archive or OCI-layout tarballs",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			ss, err := stores()
 			if err != nil {
 				return err
 			}
 			for _, a := range args {
-				imgs, err := importPath(cmd.Context(), s, a, cmd.InOrStdin())
+				// Standard input is read once, for every node.
+				path, cleanup, err := rereadable(a, cmd.InOrStdin(), len(ss) > 1)
 				if err != nil {
 					return fmt.Errorf("%s: %w", a, err)
 				}
-				for _, img := range imgs {
-					names := strings.Join(append(img.RepoTags, img.RepoDigests...), " ")
-					if names == "" {
-						names = "<none>"
+				for _, s := range ss {
+					imgs, err := importPath(cmd.Context(), s.store, path, cmd.InOrStdin())
+					if err != nil {
+						cleanup()
+						return fmt.Errorf("%s%s: %w", s.prefix(ss), a, err)
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "imported %s %s\n", shortID(img.ID), names)
+					for _, img := range imgs {
+						names := strings.Join(append(img.RepoTags, img.RepoDigests...), " ")
+						if names == "" {
+							names = "<none>"
+						}
+						fmt.Fprintf(cmd.OutOrStdout(), "%simported %s %s\n", s.prefix(ss), shortID(img.ID), names)
+					}
 				}
+				cleanup()
 			}
 			return nil
 		},
@@ -74,11 +88,11 @@ gzip-compressed; "-" reads standard input.`,
 		Short:   "List images",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := open()
+			ss, err := stores()
 			if err != nil {
 				return err
 			}
-			return printImages(cmd.OutOrStdout(), s.List())
+			return printImages(cmd.OutOrStdout(), ss)
 		},
 	}
 	rmCmd := &cobra.Command{
@@ -86,17 +100,19 @@ gzip-compressed; "-" reads standard input.`,
 		Short: "Remove images (a tag, or by ID the image with all its names)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			ss, err := stores()
 			if err != nil {
 				return err
 			}
 			var errs []error
-			for _, a := range args {
-				if err := s.Remove(a); err != nil {
-					errs = append(errs, err)
-					continue
+			for _, s := range ss {
+				for _, a := range args {
+					if err := s.store.Remove(a); err != nil {
+						errs = append(errs, fmt.Errorf("%s%w", s.prefix(ss), err))
+						continue
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%sremoved %s\n", s.prefix(ss), a)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", a)
 			}
 			return errors.Join(errs...)
 		},
@@ -107,10 +123,11 @@ gzip-compressed; "-" reads standard input.`,
 		Short: "Write images as one docker-archive tarball",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			ss, err := stores()
 			if err != nil {
 				return err
 			}
+			s := ss[0].store
 			if out == "-" {
 				return s.Export(cmd.Context(), cmd.OutOrStdout(), args...)
 			}
@@ -145,16 +162,18 @@ registry.
 			if err := imagetest.WriteBusyboxArchive(path, tag); err != nil {
 				return err
 			}
-			s, err := open()
+			ss, err := stores()
 			if err != nil {
 				return err
 			}
-			imgs, err := importPath(cmd.Context(), s, path, nil)
-			if err != nil {
-				return err
-			}
-			for _, img := range imgs {
-				fmt.Fprintf(cmd.OutOrStdout(), "imported %s %s\n", shortID(img.ID), strings.Join(img.RepoTags, " "))
+			for _, s := range ss {
+				imgs, err := importPath(cmd.Context(), s.store, path, nil)
+				if err != nil {
+					return fmt.Errorf("%s%w", s.prefix(ss), err)
+				}
+				for _, img := range imgs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%simported %s %s\n", s.prefix(ss), shortID(img.ID), strings.Join(img.RepoTags, " "))
+				}
 			}
 			return nil
 		},
@@ -197,23 +216,35 @@ func exportFile(ctx context.Context, s *image.Store, path string, refs []string)
 	return os.Rename(tmp.Name(), path)
 }
 
-// printImages writes the table crictl images prints: one row per tag.
-func printImages(w io.Writer, imgs []image.Image) error {
+// printImages writes the table crictl images prints: one row per tag,
+// with a NODE column first when there are several nodes.
+func printImages(w io.Writer, ss []nodeStore) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "IMAGE\tTAG\tIMAGE ID\tSIZE")
-	for _, img := range imgs {
-		size := humanSize(img.Size)
-		if len(img.RepoTags) == 0 {
-			repo := "<none>"
-			if len(img.RepoDigests) > 0 {
-				repo, _, _ = strings.Cut(img.RepoDigests[0], "@")
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", repo, "<none>", shortID(img.ID), size)
-			continue
+	col := func(s nodeStore) string {
+		if len(ss) > 1 {
+			return s.node + "\t"
 		}
-		for _, t := range img.RepoTags {
-			i := strings.LastIndex(t, ":")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t[:i], t[i+1:], shortID(img.ID), size)
+		return ""
+	}
+	if len(ss) > 1 {
+		fmt.Fprint(tw, "NODE\t")
+	}
+	fmt.Fprintln(tw, "IMAGE\tTAG\tIMAGE ID\tSIZE")
+	for _, s := range ss {
+		for _, img := range s.store.List() {
+			size := humanSize(img.Size)
+			if len(img.RepoTags) == 0 {
+				repo := "<none>"
+				if len(img.RepoDigests) > 0 {
+					repo, _, _ = strings.Cut(img.RepoDigests[0], "@")
+				}
+				fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", col(s), repo, "<none>", shortID(img.ID), size)
+				continue
+			}
+			for _, t := range img.RepoTags {
+				i := strings.LastIndex(t, ":")
+				fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", col(s), t[:i], t[i+1:], shortID(img.ID), size)
+			}
 		}
 	}
 	return tw.Flush()

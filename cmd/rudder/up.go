@@ -19,9 +19,10 @@ import (
 func upCommand() *cobra.Command {
 	var sf serverFlags
 	var af agentFlags
+	var nf nodesFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run a one-node cluster: the control plane and a node agent running real containers",
+		Short: "Run a cluster on this machine: the control plane and real nodes running containers",
 		Long: `Run the control plane and, in the same process, a node agent whose pods
 run as real containers (runc, overlayfs, cgroups). Needs root.
 
@@ -30,10 +31,26 @@ run as real containers (runc, overlayfs, cgroups). Needs root.
   rudder images import busybox.tar
   kubectl run hello --image=busybox --restart=Never -- sh -c 'echo hi; sleep 3600'
 
+With --nodes N, N real nodes instead (a kind-like cluster without
+Docker): each node is a "rudder agent" process in its own network
+namespace, data directory (<data-dir>/nodes/node-N) and cgroup, wired to
+a private bridge (--node-subnet, 172.30.0.0/24: the API server at .1,
+node-N at .(1+N)) that has no route to the host's network. kubectl keeps
+using the host's address (admin.kubeconfig). Stopping removes the
+namespaces, mounts, cgroups and the pods' containers; the next start
+runs the pods again. Images go to every node:
+
+  rudder up --nodes 3 --data-dir /var/lib/rudder
+  rudder images busybox --data-dir /var/lib/rudder    # into each node
+  kubectl get nodes -o wide
+
 Without root, run "rudder server --simulated-nodes 3" instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := sf.config()
+			if cmd.Flags().Changed("nodes") {
+				return upNodes(cmd, cfg, nf)
+			}
 			acfg, err := af.config(cfg.DataDir)
 			if err != nil {
 				return err
@@ -67,14 +84,15 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 	}
 	sf.register(cmd)
 	af.register(cmd)
+	nf.register(cmd)
 	return cmd
 }
 
 // agentFlags are the node agent's flags, shared by `rudder up` and
 // `rudder agent`.
 type agentFlags struct {
-	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir string
-	kubeletPort                                               int
+	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir, cgroupRoot string
+	kubeletPort                                                           int
 }
 
 func (af *agentFlags) register(cmd *cobra.Command) {
@@ -86,6 +104,7 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.ociRuntime, "oci-runtime", "runc", "the OCI runtime rudder's runtime starts containers with")
 	f.StringVar(&af.podLogsDir, "pod-logs-dir", "/var/log/pods", "where container logs are written, one directory per pod")
 	f.IntVar(&af.kubeletPort, "kubelet-port", 10250, "the kubelet API's port (0 picks a free one)")
+	f.StringVar(&af.cgroupRoot, "cgroup-root", "", "the cgroup pods nest under, as <root>/kubepods/... (default: the agent's own cgroup)")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -110,5 +129,6 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		OCIRuntime:      af.ociRuntime,
 		PodLogsDir:      af.podLogsDir,
 		KubeletPort:     af.kubeletPort,
+		CgroupRoot:      af.cgroupRoot,
 	}, nil
 }

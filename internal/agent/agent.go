@@ -33,6 +33,11 @@ type Config struct {
 	PodLogsDir string
 	// KubeletPort is the kubelet API's port (10250; 0 picks one).
 	KubeletPort int
+	// CgroupRoot is the cgroup the node's pods nest under, as
+	// <CgroupRoot>/kubepods/... (upstream kubelet's --cgroup-root). Empty:
+	// the agent's own cgroup. Several agents on one machine each need
+	// their own (`rudder up --nodes` gives node N <own>/rudder-<id>/node-N).
+	CgroupRoot string
 	// Credentials are the node's identity (LocalCredentials, or a
 	// bootstrap through internal/nodeidentity).
 	Credentials Credentials
@@ -85,6 +90,12 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = host.OwnCgroup
+	}
+	if !filepath.IsAbs(cfg.CgroupRoot) {
+		return nil, fmt.Errorf("agent: the cgroup root %q is not an absolute cgroup path", cfg.CgroupRoot)
+	}
 	a := &Agent{cfg: cfg, host: host, done: make(chan struct{})}
 	a.mounted, err = makeShared(cfg.Dir)
 	if err != nil {
@@ -102,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		a.unmount()
 		close(a.done)
 	}()
-	slog.Info("node agent running", "node", cfg.NodeName, "ip", cfg.NodeIP, "cgroups", host.Cgroups, "kubepods", host.KubepodsRoot())
+	slog.Info("node agent running", "node", cfg.NodeName, "ip", cfg.NodeIP, "cgroups", host.Cgroups, "kubepods", a.kubepodsRoot())
 	return a, nil
 }
 
@@ -148,6 +159,9 @@ func (a *Agent) Wait() error {
 	defer a.mu.Unlock()
 	return a.err
 }
+
+// kubepodsRoot is the cgroup parent of every pod on this node.
+func (a *Agent) kubepodsRoot() string { return filepath.Join(a.cfg.CgroupRoot, "kubepods") }
 
 // Host is what preflight found.
 func (a *Agent) Host() Host { return a.host }

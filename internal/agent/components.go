@@ -47,7 +47,7 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 		LogRoot:      cfg.PodLogsDir,
 		Images:       images,
 		OCIRuntime:   a.host.OCIRuntime,
-		CgroupParent: a.host.KubepodsRoot(),
+		CgroupParent: a.kubepodsRoot(),
 	})
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 		KubeletPort:     cfg.KubeletPort,
 		ServingCert:     cfg.Credentials.ServingCert,
 		ClientCAs:       cfg.Credentials.ClientCAs,
-		CgroupRoot:      a.host.OwnCgroup,
+		CgroupRoot:      a.cfg.CgroupRoot,
 	})
 	if err != nil {
 		return err

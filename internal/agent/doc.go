@@ -22,6 +22,13 @@
 // Stop ends the kubelet, then the runtime; containers keep running (their
 // monitors hold them) and the next start adopts them.
 //
+// Several agents on one machine (`rudder up --nodes N`,
+// internal/localcluster) keep apart by Config: each its own Dir (and so
+// its own RunDir, a hash of it), PodLogsDir, CgroupRoot (`--cgroup-root`:
+// pods go to <CgroupRoot>/kubepods instead of <own cgroup>/kubepods) and
+// NodeIP, and each runs in a network namespace of its own, where its
+// kubelet API and the runtime's streaming server listen.
+//
 // Usage, as `rudder up` does with the server's CA at hand:
 //
 //	creds, _ := agent.LocalCredentials(srv.PKI, dir, srv.URL, name, ip)

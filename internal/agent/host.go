@@ -43,9 +43,9 @@ type Host struct {
 	OCIRuntime string
 }
 
-// KubepodsRoot is the cgroup parent of every pod on this node:
+// KubepodsRoot is the default cgroup parent of every pod on this node:
 // <own cgroup>/kubepods, so pods nest inside the agent's own subtree
-// (several agents on one machine keep apart).
+// (Config.CgroupRoot moves it).
 func (h Host) KubepodsRoot() string {
 	return filepath.Join(h.OwnCgroup, "kubepods")
 }

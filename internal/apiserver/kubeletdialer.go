@@ -47,6 +47,12 @@ type KubeletClientConfig struct {
 	Cert tls.Certificate
 	// CAs verify the kubelets' serving certificates.
 	CAs *x509.CertPool
+	// Dial, when set, opens the TCP connections to kubelets instead of a
+	// plain dial from the server's own network namespace: `rudder up
+	// --nodes` dials from the namespace its nodes' InternalIPs are in.
+	// It gets only addresses kubeletAddress chose, and a context that
+	// bounds the dial (5 s).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // SetKubeletClient installs the kubelet dialer: pods/log and the other
@@ -86,13 +92,20 @@ func withKubeletAddr(ctx context.Context, addr string) context.Context {
 }
 
 func newKubeletDialer(s *Server, cfg KubeletClientConfig) *kubeletDialer {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	dial := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.Dial != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			return cfg.Dial(ctx, network, addr)
+		}
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if allowed, _ := ctx.Value(kubeletAddrKey{}).(string); allowed == "" || allowed != addr {
 				return nil, fmt.Errorf("%w: %s", errKubeletRefused, addr)
 			}
-			return dialer.DialContext(ctx, network, addr)
+			return dial(ctx, network, addr)
 		},
 		TLSClientConfig: &tls.Config{
 			Certificates: []tls.Certificate{cfg.Cert},

@@ -79,6 +79,9 @@ var layers = []struct {
 	{"internal/bench", wiring, ""},       // `rudder bench` scenarios stand clusters up
 	{"scripts", wiring, ""},              // tools the scripts build (test images for critest)
 
+	// `rudder up --nodes`: node agents in namespaces of their own.
+	{"internal/localcluster", wiring, ""},
+
 	// Test support: stands clusters up; only tests import it.
 	{"internal/clustertest", testSupport, ""},
 	{"internal/controller/controllertest", testSupport, ""},

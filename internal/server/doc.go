@@ -27,6 +27,15 @@
 // service-account tokens; authorization is Node,RBAC behind the
 // system:masters short cut; NodeRestriction is on unless disabled.
 //
+// Two hooks let the API live in another network namespace too, as
+// `rudder up --nodes` needs (internal/localcluster): Config.ExtraListener
+// is a second listener, served like the first (a socket opened inside a
+// namespace stays there), and Config.KubeletDial opens the connections
+// to kubelets (logs, exec, attach, port-forward, node proxy, resource
+// metrics) where the nodes' InternalIPs are reachable. When the extra
+// listener is on the AdvertiseAddress, the kubernetes Service targets
+// its port.
+//
 // Once serving, a level-based loop (systemobjects.go) keeps the system
 // namespaces, the default/kubernetes Service and its Endpoints and
 // EndpointSlice (naming Config.AdvertiseAddress) in place, as upstream's

@@ -60,6 +60,22 @@ type Config struct {
 	AdvertiseAddress string
 	// TLSSANs are extra names or IPs for the serving certificate.
 	TLSSANs []string
+	// ExtraListener, when set, serves the API too, with the same handler
+	// and certificate as the main listener: a socket the caller opened
+	// where the main one cannot be reached, e.g. inside another network
+	// namespace (`rudder up --nodes` listens on the hub namespace its
+	// nodes are wired to; a socket stays in the namespace it was created
+	// in). Its address's IP belongs in TLSSANs. When that IP is the
+	// AdvertiseAddress, the kubernetes Service's endpoints name this
+	// listener's port. The server owns it from Start on and closes it at
+	// shutdown, or when Start fails.
+	ExtraListener net.Listener
+	// KubeletDial, when set, opens the API server's connections to
+	// kubelets (logs, exec, attach, port-forward, node proxy, resource
+	// metrics) instead of a plain dial from this process's network
+	// namespace: `rudder up --nodes` dials from the hub namespace, where
+	// the nodes' InternalIPs are.
+	KubeletDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TokenAuthFile is a static token file in upstream's CSV format.
 	TokenAuthFile string
 	// AnonymousAuth lets requests without credentials in as system:anonymous.
@@ -182,18 +198,27 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 // once it serves. It runs until ctx ends or Stop is called.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.defaults()
+	closeExtra := func() {
+		if cfg.ExtraListener != nil {
+			cfg.ExtraListener.Close()
+		}
+	}
 	if cfg.DataDir == "" {
+		closeExtra()
 		return nil, errors.New("server: a data directory is required")
 	}
 	admissionPlugins, err := admissionPluginNames(cfg)
 	if err != nil {
+		closeExtra()
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		closeExtra()
 		return nil, err
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
+		closeExtra()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -202,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	defer func() {
 		if !ok {
 			cancel()
+			closeExtra()
 			if s.etcd != nil {
 				s.etcd.Close()
 			}
@@ -321,7 +347,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	api.SetKubeletClient(apiserver.KubeletClientConfig{Cert: kubeletCert, CAs: bundle.CAPool})
+	api.SetKubeletClient(apiserver.KubeletClientConfig{Cert: kubeletCert, CAs: bundle.CAPool, Dial: cfg.KubeletDial})
 	s.API = api
 	if err := api.Start(ctx); err != nil {
 		return nil, err
@@ -331,6 +357,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	advertisedIP := advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress)
+	advertisedPort := advertisedPort(cfg.ExtraListener, advertisedIP, port)
 	if err := api.SetServiceAccountTokens(apiserver.ServiceAccountTokens{Issuer: saIssuer, APIAudiences: apiAudiences,
 		ExternalAddress: externalAddress(cfg.BindAddress, port)}); err != nil {
 		ln.Close()
@@ -341,7 +369,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, append(bootstrapObjects(svcNet.FirstIP(), port), clusterInfo...)); err != nil {
+	if err := api.EnsureObjects(ctx, append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -376,12 +404,27 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
 	}
 	go store.Compact(ctx, cfg.CompactionInterval)
+	listeners := []net.Listener{ln}
+	if cfg.ExtraListener != nil {
+		listeners = append(listeners, cfg.ExtraListener)
+	}
+	var serving sync.WaitGroup
+	var serveMu sync.Mutex
+	for _, l := range listeners {
+		serving.Go(func() {
+			err := s.http.ServeTLS(l, "", "")
+			if !errors.Is(err, http.ErrServerClosed) {
+				serveMu.Lock()
+				if s.serveErr == nil {
+					s.serveErr = fmt.Errorf("serving on %s: %w", l.Addr(), err)
+				}
+				serveMu.Unlock()
+			}
+		})
+	}
 	go func() {
-		defer close(s.serveDone)
-		err := s.http.ServeTLS(ln, "", "")
-		if !errors.Is(err, http.ErrServerClosed) {
-			s.serveErr = err
-		}
+		serving.Wait()
+		close(s.serveDone)
 	}()
 	api.MarkReady()
 	ok = true
@@ -399,8 +442,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.startControllers(ctx, cfg, port)
-	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), port),
-		ip: advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second}
+	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), advertisedPort),
+		ip: advertisedIP, port: int32(advertisedPort), interval: 10 * time.Second}
 	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {
@@ -561,6 +604,19 @@ func serviceAccountTokenAuth(bundle *pki.Bundle, issuers, apiAudiences []string,
 		return nil, nil, err
 	}
 	return issuer, authn, nil
+}
+
+// advertisedPort is the port the kubernetes Service targets and its
+// endpoints name: the extra listener's when it listens on the advertised
+// address (where pods reach the API), else the main listener's.
+func advertisedPort(extra net.Listener, advertised net.IP, mainPort int) int {
+	if extra == nil || advertised == nil {
+		return mainPort
+	}
+	if a, ok := extra.Addr().(*net.TCPAddr); ok && a.IP.Equal(advertised) {
+		return a.Port
+	}
+	return mainPort
 }
 
 // externalAddress is where clients reach the API, for the jwks_uri of
