@@ -224,11 +224,11 @@ func TestGCAfterCrash(t *testing.T) {
 func TestAcrossNodes(t *testing.T) {
 	requireRoot(t)
 	for _, tc := range []struct {
-		name           string
-		ipA, ipB       string
-		subnetA, subB  string // on-link routes to the other's subnet
-		cidrA, cidrB   string
-		wantVXLAN      bool
+		name          string
+		ipA, ipB      string
+		subnetA, subB string // on-link routes to the other's subnet
+		cidrA, cidrB  string
+		wantVXLAN     bool
 	}{
 		{name: "host-gw", ipA: "192.168.92.1", ipB: "192.168.92.2", cidrA: "10.42.4.0/24", cidrB: "10.42.5.0/24"},
 		{name: "vxlan", ipA: "192.168.93.1", ipB: "192.168.94.1", subnetA: "192.168.94.0/24", subB: "192.168.93.0/24",
