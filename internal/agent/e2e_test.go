@@ -71,6 +71,9 @@ func startNode(t *testing.T) *node {
 		RuntimeSocket: filepath.Join(dir, "cri.sock"),
 		PodLogsDir:    filepath.Join(dir, "pods"),
 		KubeletPort:   0,
+		// The test runs in the host's network namespace: no pod
+		// network, which would build a bridge there.
+		Network: agent.NetworkNone,
 	}
 	cfg.Credentials, err = agent.LocalCredentials(srv.PKI, cfg.Dir, srv.URL, cfg.NodeName, cfg.NodeIP)
 	if err != nil {
