@@ -49,6 +49,11 @@ type Config struct {
 	// CNIConfDir is where CNI configurations are looked for
 	// (/etc/cni/net.d when empty).
 	CNIConfDir string
+	// NetworkNetNS is the network namespace file the pod network builds
+	// its bridge, routes and rules in; empty is the process's own (an
+	// agent started inside its node's namespace). Tests name one they
+	// created.
+	NetworkNetNS string
 }
 
 // Network modes (Config.Network).

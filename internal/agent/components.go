@@ -106,6 +106,7 @@ func (a *Agent) startNetwork(ctx context.Context) (*network.Network, error) {
 		Mode:         mode,
 		ClusterCIDRs: cfg.ClusterCIDRs,
 		CNIConfDir:   cfg.CNIConfDir,
+		NodeNetNS:    cfg.NetworkNetNS,
 	})
 	if err != nil {
 		return nil, err
