@@ -111,7 +111,19 @@ func newAllocator(cx *controller.Context, cfg Config) (*allocator, error) {
 	}
 	a.ctrl = controller.New(Name, 1, a)
 	a.ctrl.HasSynced = []cache.InformerSynced{a.synced}
-	inf.Informer().AddEventHandler(a.ctrl.Handler())
+	// Status heartbeats change nothing here: only a node's arrival, its
+	// CIDRs and its deletion matter.
+	inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: a.ctrl.Enqueue,
+		UpdateFunc: func(o, n any) {
+			on, ok1 := o.(*corev1.Node)
+			nn, ok2 := n.(*corev1.Node)
+			if !ok1 || !ok2 || on.UID != nn.UID || !slices.Equal(nodeCIDRs(on), nodeCIDRs(nn)) || len(nodeCIDRs(nn)) == 0 {
+				a.ctrl.Enqueue(n)
+			}
+		},
+		DeleteFunc: a.ctrl.Enqueue,
+	})
 	return a, nil
 }
 
