@@ -130,9 +130,14 @@ func (b *bridgeNet) apply(s self) error {
 	return nil
 }
 
+// nftFd is the node namespace's fd for nftables: 0 for the process's
+// own, -1 once closed (nft refuses it rather than fall back to ours).
 func (n *Network) nftFd() int {
 	if n.cfg.NodeNetNS == "" {
 		return 0
+	}
+	if !n.nodeNS.IsOpen() {
+		return -1
 	}
 	return int(n.nodeNS)
 }

@@ -51,6 +51,9 @@ type nft struct {
 }
 
 func (n nft) conn() (*nftables.Conn, error) {
+	if n.nsFd < 0 {
+		return nil, errors.New("network: nftables: the node namespace is closed")
+	}
 	var opts []nftables.ConnOption
 	if n.nsFd > 0 {
 		opts = append(opts, nftables.WithNetNSFd(n.nsFd))

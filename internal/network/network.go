@@ -18,6 +18,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// ErrStopped is returned by calls after Stop.
+var ErrStopped = errors.New("network: stopped")
+
 // Mode chooses how pods are networked.
 type Mode string
 
@@ -156,11 +159,17 @@ type Network struct {
 	be       backend
 	bridge   *bridgeNet // nil in CNI mode
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	ready  chan struct{}
-	mu     sync.Mutex
-	err    error // why not ready
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	// opMu is held shared by Setup, Teardown and GC and exclusively by
+	// Stop, which closes the handles: a closed netlink handle would fall
+	// back to the calling thread's namespace, so nothing may use one.
+	opMu    sync.RWMutex
+	stopped bool
+	ready   chan struct{}
+	mu      sync.Mutex
+	err     error // why not ready
 }
 
 // New checks cfg and loads the network's state; Start begins the work.
@@ -168,7 +177,7 @@ func New(cfg Config) (*Network, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	n := &Network{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
+	n := &Network{cfg: cfg, log: cfg.Logger, ready: make(chan struct{}), nodeNS: netns.None()}
 	for _, s := range cfg.ClusterCIDRs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
@@ -222,9 +231,11 @@ func New(cfg Config) (*Network, error) {
 func (n *Network) close() {
 	if n.nl != nil {
 		n.nl.Close()
+		n.nl = nil
 	}
 	if n.nodeNS.IsOpen() {
 		n.nodeNS.Close()
+		n.nodeNS = netns.None()
 	}
 }
 
@@ -233,6 +244,12 @@ func (n *Network) close() {
 // pod CIDR the bridge, masquerade and routes are made and Setup works.
 // It returns at once; the work goes on until ctx ends or Stop.
 func (n *Network) Start(ctx context.Context) error {
+	n.opMu.RLock()
+	stopped := n.stopped
+	n.opMu.RUnlock()
+	if stopped {
+		return ErrStopped
+	}
 	if err := n.be.gc(ctx, nil); err != nil {
 		n.log.Warn("network: releasing addresses of gone sandboxes", "err", err)
 	}
@@ -248,15 +265,21 @@ func (n *Network) Start(ctx context.Context) error {
 // Stop ends the node watch and removes the masquerade table and the
 // routes to other nodes. The bridge and the pods' links stay: running
 // pods keep their addresses for the next Start.
+// A second Stop does nothing.
 func (n *Network) Stop() {
-	if n.cancel != nil {
-		n.cancel()
-	}
-	n.wg.Wait()
-	if n.bridge != nil {
-		n.bridge.stop()
-	}
-	n.close()
+	n.stopOnce.Do(func() {
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.wg.Wait()
+		n.opMu.Lock()
+		defer n.opMu.Unlock()
+		if n.bridge != nil {
+			n.bridge.stop()
+		}
+		n.close()
+		n.stopped = true
+	})
 }
 
 // Ready is nil once Setup can work, else why not (the runtime reports
@@ -314,6 +337,11 @@ func (n *Network) Setup(ctx context.Context, id, nsPath string, cfg *runtimeapi.
 	if err := n.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	n.opMu.RLock()
+	defer n.opMu.RUnlock()
+	if n.stopped {
+		return nil, ErrStopped
+	}
 	return n.be.setup(ctx, id, nsPath, cfg)
 }
 
@@ -322,6 +350,11 @@ func (n *Network) Setup(ctx context.Context, id, nsPath string, cfg *runtimeapi.
 func (n *Network) Teardown(ctx context.Context, id, nsPath string) error {
 	if id == "" {
 		return errors.New("network: teardown needs a sandbox ID")
+	}
+	n.opMu.RLock()
+	defer n.opMu.RUnlock()
+	if n.stopped {
+		return ErrStopped
 	}
 	return n.be.teardown(ctx, id, nsPath)
 }
@@ -334,6 +367,11 @@ func (n *Network) GC(ctx context.Context, live []string) error {
 	m := make(map[string]bool, len(live))
 	for _, id := range live {
 		m[id] = true
+	}
+	n.opMu.RLock()
+	defer n.opMu.RUnlock()
+	if n.stopped {
+		return ErrStopped
 	}
 	return n.be.gc(ctx, m)
 }

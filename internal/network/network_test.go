@@ -70,8 +70,8 @@ func TestOneNode(t *testing.T) {
 		if l.Attrs().MasterIndex != br.Attrs().Index {
 			t.Error("host veth is not on the bridge")
 		}
-		if p := l.Attrs().Protinfo; p != nil && !p.Hairpin {
-			t.Error("hairpin is off")
+		if p, err := h.LinkGetProtinfo(l); err != nil || !p.Hairpin {
+			t.Errorf("hairpin is off: %+v %v", p, err)
 		}
 		pod := nsHandle(t, podA)
 		eth, err := pod.LinkByName("eth0")
@@ -160,6 +160,15 @@ func TestOneNode(t *testing.T) {
 		if rules, err := (nft{nsFd: int(fd)}).rules(); err == nil && len(rules) > 0 {
 			t.Errorf("table still there after Stop, %d rules", len(rules))
 		}
+		// A stopped network's handles are closed; it must refuse work
+		// rather than fall back to the process's own namespace.
+		if _, err := n.Setup(ctx, "late", podA, nil); !errors.Is(err, ErrStopped) {
+			t.Errorf("Setup after Stop: %v", err)
+		}
+		if err := n.Teardown(ctx, "sandbox-a", podA); !errors.Is(err, ErrStopped) {
+			t.Errorf("Teardown after Stop: %v", err)
+		}
+		n.Stop() // twice is fine
 	})
 }
 
@@ -294,5 +303,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
-var _ = errors.New
