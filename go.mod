@@ -39,8 +39,8 @@ require (
 )
 
 require (
-	github.com/containernetworking/cni v1.3.1 // indirect
-	github.com/google/nftables v0.3.0 // indirect
+	github.com/containernetworking/cni v1.3.1
+	github.com/google/nftables v0.3.0
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42 // indirect
 	github.com/mdlayher/socket v0.5.0 // indirect
 )
