@@ -5,11 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The node tests run real containers: runc (the OCI runtime) and
 # busybox-static (the binary the tests build their images from), from
-# Debian's packages. Installed when missing and root; without root those
+# Debian's packages (and containernetworking-plugins). Installed when missing and root; without root those
 # tests skip with a message.
 need=()
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -x /bin/busybox ] || need+=(busybox-static)
+# The pod network's CNI test runs Debian's bridge and host-local plugins.
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -17,7 +17,7 @@ import (
 // kubelet does it) and are kept for the next start.
 func agentCommand() *cobra.Command {
 	var af agentFlags
-	var server, token, tokenFile, caFile, dataDir string
+	var server, token, tokenFile, caFile, dataDir, clusterCIDR string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Join a running server as a node running real containers",
@@ -66,6 +66,7 @@ signed it.`,
 			if err != nil {
 				return err
 			}
+			acfg.ClusterCIDRs = strings.Split(clusterCIDR, ",")
 			if err := agent.Preflight(acfg); err != nil {
 				return err
 			}
@@ -97,6 +98,7 @@ signed it.`,
 	f.StringVar(&tokenFile, "token-file", "", "a file holding the bootstrap token (kept off the command line, which other users can read)")
 	f.StringVar(&caFile, "ca-file", "", "the cluster CA certificate (default: discovered with the token)")
 	f.StringVar(&dataDir, "data-dir", "/var/lib/rudder", "where the agent keeps its state, credentials and images")
+	f.StringVar(&clusterCIDR, "cluster-cidr", "10.42.0.0/16", "the cluster's pod network (the server's --cluster-cidr): pod traffic leaving it is masqueraded")
 	af.register(cmd)
 	if ip := f.Lookup("node-ip"); ip != nil {
 		ip.DefValue = ""

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,10 @@ func controllerManagerCommand() *cobra.Command {
 		rootCAFile  string
 		signingCert string
 		signingKey  string
+		allocCIDRs  bool
+		clusterCIDR string
+		maskV4      int
+		maskV6      int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -43,7 +48,13 @@ accounts and the rest, each reconciling through the API server.
 					return err
 				}
 			}
-			cfg := controllers.Config{CAPEM: ca}
+			cfg := controllers.Config{CAPEM: ca, NodeCIDRMaskSizeIPv4: maskV4, NodeCIDRMaskSizeIPv6: maskV6}
+			if allocCIDRs {
+				if clusterCIDR == "" {
+					return errors.New("--allocate-node-cidrs needs --cluster-cidr")
+				}
+				cfg.ClusterCIDRs = strings.Split(clusterCIDR, ",")
+			}
 			if signingKey != "" {
 				if signingCert == "" {
 					return errors.New("--cluster-signing-key-file needs --cluster-signing-cert-file")
@@ -70,5 +81,9 @@ accounts and the rest, each reconciling through the API server.
 	f.StringVar(&signingCert, "cluster-signing-cert-file", "", "CA certificate that signs approved certificate signing requests")
 	f.StringVar(&signingKey, "cluster-signing-key-file", "", "key of --cluster-signing-cert-file; without it no CSR is signed")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "CA published to every namespace as kube-root-ca.crt (default: the kubeconfig's CA)")
+	f.BoolVar(&allocCIDRs, "allocate-node-cidrs", false, "give every node a pod CIDR from --cluster-cidr (the node-ipam-controller)")
+	f.StringVar(&clusterCIDR, "cluster-cidr", "", "the pod network nodes' pod CIDRs are cut from; an IPv4,IPv6 pair for dual-stack")
+	f.IntVar(&maskV4, "node-cidr-mask-size-ipv4", 24, "size of each node's IPv4 pod CIDR")
+	f.IntVar(&maskV6, "node-cidr-mask-size-ipv6", 64, "size of each node's IPv6 pod CIDR")
 	return cmd
 }

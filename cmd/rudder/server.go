@@ -71,6 +71,7 @@ func (sf *serverFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the API accepts tokens for (default: the first --service-account-issuer)")
 	f.DurationVar(&cfg.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often etcd history is compacted")
 	f.StringVar(&cfg.ServiceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which services get cluster IPs")
+	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", server.DefaultClusterCIDR, "the pod network: each node gets a /24 (IPv6: /64) of it as spec.podCIDR; an IPv4,IPv6 pair for dual-stack")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "port range for NodePort services")
 	f.IntVar(&cfg.WatchCacheCapacity, "watch-cache-size", 10000, "events kept per resource for resuming watches")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go profiles under /debug/pprof/ (authorized like any non-resource URL)")

@@ -55,6 +55,7 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 			if err != nil {
 				return err
 			}
+			acfg.ClusterCIDRs = server.ClusterCIDRs(cfg)
 			// Refuse a host that cannot run containers before the
 			// control plane starts.
 			if err := agent.Preflight(acfg); err != nil {
@@ -92,6 +93,7 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 // `rudder agent`.
 type agentFlags struct {
 	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir, cgroupRoot string
+	network, cniConfDir                                                   string
 	kubeletPort                                                           int
 }
 
@@ -105,6 +107,8 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.podLogsDir, "pod-logs-dir", "/var/log/pods", "where container logs are written, one directory per pod")
 	f.IntVar(&af.kubeletPort, "kubelet-port", 10250, "the kubelet API's port (0 picks a free one)")
 	f.StringVar(&af.cgroupRoot, "cgroup-root", "", "the cgroup pods nest under, as <root>/kubepods/... (default: the agent's own cgroup)")
+	f.StringVar(&af.network, "network", agent.NetworkBridge, `pod network: "bridge" (built-in bridge, IPAM, routes between nodes and masquerade; a CNI configuration in --cni-conf-dir replaces it), "cni" (a CNI configuration, required) or "none" (pods get loopback only)`)
+	f.StringVar(&af.cniConfDir, "cni-conf-dir", "/etc/cni/net.d", "where CNI configurations are looked for (plugins from /opt/cni/bin and /usr/lib/cni)")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -130,5 +134,7 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		PodLogsDir:      af.podLogsDir,
 		KubeletPort:     af.kubeletPort,
 		CgroupRoot:      af.cgroupRoot,
+		Network:         af.network,
+		CNIConfDir:      af.cniConfDir,
 	}, nil
 }

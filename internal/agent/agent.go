@@ -41,7 +41,32 @@ type Config struct {
 	// Credentials are the node's identity (LocalCredentials, or a
 	// bootstrap through internal/nodeidentity).
 	Credentials Credentials
+	// Network is how pods get addresses: NetworkBridge (the built-in
+	// bridge network, or a CNI configuration found in CNIConfDir),
+	// NetworkCNI (a CNI configuration, required) or NetworkNone
+	// (loopback only). Empty means NetworkNone, so a caller that does not
+	// ask for a pod network never changes the host's; `rudder up` and
+	// `rudder agent` ask for NetworkBridge.
+	Network string
+	// ClusterCIDRs are the whole pod network: pod traffic to outside it
+	// is masqueraded (default 10.42.0.0/16).
+	ClusterCIDRs []string
+	// CNIConfDir is where CNI configurations are looked for
+	// (/etc/cni/net.d when empty).
+	CNIConfDir string
+	// NetworkNetNS is the network namespace file the pod network builds
+	// its bridge, routes and rules in; empty is the process's own (an
+	// agent started inside its node's namespace). Tests name one they
+	// created.
+	NetworkNetNS string
 }
+
+// Network modes (Config.Network).
+const (
+	NetworkBridge = "bridge"
+	NetworkCNI    = "cni"
+	NetworkNone   = "none"
+)
 
 func (c *Config) defaults() {
 	if c.PodLogsDir == "" {
@@ -55,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.NodeIP == nil {
 		c.NodeIP = net.IPv4(127, 0, 0, 1)
+	}
+	if c.Network == "" {
+		c.Network = NetworkNone
 	}
 }
 
@@ -85,6 +113,11 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	cfg.defaults()
 	if cfg.Dir == "" || cfg.NodeName == "" {
 		return nil, errors.New("agent: a directory and a node name are required")
+	}
+	switch cfg.Network {
+	case NetworkBridge, NetworkCNI, NetworkNone:
+	default:
+		return nil, fmt.Errorf("agent: unknown network mode %q (bridge, cni or none)", cfg.Network)
 	}
 	host, err := preflight(cfg.RuntimeEndpoint == "", cfg.OCIRuntime)
 	if err != nil {
@@ -174,6 +207,9 @@ func ImagesDir(cfg Config) string { return filepath.Join(cfg.Dir, "images") }
 
 // RuntimeDir holds the runtime's sandboxes and containers.
 func RuntimeDir(cfg Config) string { return filepath.Join(cfg.Dir, "runtime") }
+
+// NetworkDir holds the pod network's address allocations.
+func NetworkDir(cfg Config) string { return filepath.Join(cfg.Dir, "network") }
 
 // KubeletDir holds the kubelet's pod directories (volumes).
 func KubeletDir(cfg Config) string { return filepath.Join(cfg.Dir, "kubelet") }

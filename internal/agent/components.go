@@ -6,14 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rudder-dev/rudder/internal/kubelet"
+	"github.com/rudder-dev/rudder/internal/network"
 	"github.com/rudder-dev/rudder/internal/runtime"
 	"github.com/rudder-dev/rudder/internal/runtime/image"
 	"github.com/rudder-dev/rudder/internal/runtime/streaming"
@@ -41,16 +44,31 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("images: %w", err)
 	}
-	rt, err := runtime.New(runtime.Config{
+	netw, err := a.startNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	rcfg := runtime.Config{
 		Root:         RuntimeDir(cfg),
 		RunDir:       RunDir(cfg),
 		LogRoot:      cfg.PodLogsDir,
 		Images:       images,
 		OCIRuntime:   a.host.OCIRuntime,
 		CgroupParent: a.kubepodsRoot(),
-	})
+	}
+	if netw != nil {
+		rcfg.Network = netw
+	}
+	rt, err := runtime.New(rcfg)
 	if err != nil {
 		return err
+	}
+	if netw != nil {
+		// The runtime has loaded its sandboxes: addresses held for any
+		// other (the agent died between Setup and recording one) go.
+		if err := gcNetwork(ctx, rt, netw); err != nil {
+			slog.Warn("pod network: releasing addresses of unknown sandboxes", "err", err)
+		}
 	}
 	stream, err := streaming.New(streaming.Config{Addr: "127.0.0.1:0", Runtime: rt.StreamRuntime()})
 	if err != nil {
@@ -62,6 +80,73 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 	rt.SetStreaming(stream)
 	a.run("runtime", func() error { return rt.Serve(ctx, cfg.RuntimeSocket) })
 	return waitSocket(ctx, cfg.RuntimeSocket)
+}
+
+// startNetwork starts the pod network the config asks for; nil for
+// NetworkNone (sandboxes get loopback only). It is stopped, its
+// masquerade table and routes removed, when the agent stops.
+func (a *Agent) startNetwork(ctx context.Context) (*network.Network, error) {
+	cfg := a.cfg
+	if cfg.Network == NetworkNone {
+		return nil, nil
+	}
+	client, err := a.nodeClient("rudder-network/" + cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	mode := network.ModeBridge
+	if cfg.Network == NetworkCNI {
+		mode = network.ModeCNI
+	}
+	n, err := network.New(network.Config{
+		NodeName:     cfg.NodeName,
+		NodeIP:       cfg.NodeIP,
+		Client:       client,
+		StateDir:     NetworkDir(cfg),
+		Mode:         mode,
+		ClusterCIDRs: cfg.ClusterCIDRs,
+		CNIConfDir:   cfg.CNIConfDir,
+		NodeNetNS:    cfg.NetworkNetNS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	a.run("network", func() error {
+		<-ctx.Done()
+		n.Stop()
+		return nil
+	})
+	return n, nil
+}
+
+// gcNetwork releases the addresses of sandboxes the runtime does not know.
+func gcNetwork(ctx context.Context, rt *runtime.Runtime, n *network.Network) error {
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return err
+	}
+	live := make([]string, 0, len(resp.Items))
+	for _, s := range resp.Items {
+		live = append(live, s.Id)
+	}
+	return n.GC(ctx, live)
+}
+
+// nodeClient is a client of the API server as the node itself.
+func (a *Agent) nodeClient(userAgent string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", a.cfg.Credentials.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("node credentials: %w", err)
+	}
+	rc.UserAgent = userAgent
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = 50, 100
+	return kubernetes.NewForConfig(rc)
 }
 
 // waitSocket waits until the runtime's socket exists.
@@ -105,15 +190,7 @@ func (a *Agent) runtimeEndpoint() string {
 // the node is registered and the kubelet watches its pods.
 func (a *Agent) startKubelet(ctx context.Context) error {
 	cfg := a.cfg
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Credentials.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubelet credentials: %w", err)
-	}
-	rc.UserAgent = "rudder-kubelet/" + cfg.NodeName
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	rc.QPS, rc.Burst = 50, 100
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := a.nodeClient("rudder-kubelet/" + cfg.NodeName)
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,21 @@
 //  2. the agent's directory becomes a shared mount, so volume mounts the
 //     kubelet makes below it propagate into containers (the host's / may
 //     be private);
-//  3. the runtime serves CRI on <Dir>/../cri.sock (unless another runtime
-//     is named), re-adopting the containers it left running;
-//  4. the kubelet registers the node, renews its lease and runs the pods
+//  3. the pod network (internal/network; Config.Network: "bridge", "cni"
+//     or "none", none when empty) starts watching Nodes — it becomes
+//     ready once the node-ipam controller gave this node a pod CIDR, and
+//     until then the runtime reports NetworkReady=false (node NotReady);
+//  4. the runtime serves CRI on <Dir>/../cri.sock (unless another runtime
+//     is named), re-adopting the containers it left running, with the
+//     network as its runtime.Network; addresses held for sandboxes the
+//     runtime does not know are released (network.GC);
+//  5. the kubelet registers the node, renews its lease and runs the pods
 //     bound to it.
 //
-// Stop ends the kubelet, then the runtime; containers keep running (their
-// monitors hold them) and the next start adopts them.
+// Stop ends the kubelet, the runtime and the network (its masquerade
+// table and routes to other nodes go; the bridge and pods' links stay);
+// containers keep running (their monitors hold them) and the next start
+// adopts them, addresses and all.
 //
 // Several agents on one machine (`rudder up --nodes N`,
 // internal/localcluster) keep apart by Config: each its own Dir (and so

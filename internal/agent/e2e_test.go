@@ -56,6 +56,12 @@ func requireRoot(t *testing.T) {
 // pulled only if not present, as upstream defaults imagePullPolicy).
 func startNode(t *testing.T) *node {
 	t.Helper()
+	return startNodeWith(t, func(*agent.Config) {})
+}
+
+// startNodeWith is startNode with the agent's config changed by mod.
+func startNodeWith(t *testing.T, mod func(*agent.Config)) *node {
+	t.Helper()
 	requireRoot(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
@@ -71,7 +77,11 @@ func startNode(t *testing.T) *node {
 		RuntimeSocket: filepath.Join(dir, "cri.sock"),
 		PodLogsDir:    filepath.Join(dir, "pods"),
 		KubeletPort:   0,
+		// The test runs in the host's network namespace: no pod
+		// network, which would build a bridge there.
+		Network: agent.NetworkNone,
 	}
+	mod(&cfg)
 	cfg.Credentials, err = agent.LocalCredentials(srv.PKI, cfg.Dir, srv.URL, cfg.NodeName, cfg.NodeIP)
 	if err != nil {
 		t.Fatal(err)

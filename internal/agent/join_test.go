@@ -67,6 +67,7 @@ func TestJoin(t *testing.T) {
 		Dir:           filepath.Join(dir, "agent"),
 		RuntimeSocket: filepath.Join(dir, "cri.sock"),
 		PodLogsDir:    filepath.Join(dir, "pods"),
+		Network:       agent.NetworkNone, // the host's namespace: no pod network
 	}
 	n := &node{srv: srv, cfg: cfg, ctx: ctx}
 	t.Cleanup(func() { n.teardown(t, dir, cancel) })

@@ -20,6 +20,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/garbagecollector"
 	"github.com/rudder-dev/rudder/internal/controllers/job"
 	"github.com/rudder-dev/rudder/internal/controllers/namespace"
+	"github.com/rudder-dev/rudder/internal/controllers/nodeipam"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
 	"github.com/rudder-dev/rudder/internal/controllers/pvcprotection"
@@ -41,6 +42,11 @@ type Config struct {
 	// NodeMonitorGracePeriod is the node lifecycle controller's grace
 	// period (its default when 0).
 	NodeMonitorGracePeriod time.Duration
+	// ClusterCIDRs is the pod network the node IPAM controller cuts into
+	// node subnets of NodeCIDRMaskSizeIPv4/IPv6 (/24, /64 when 0); empty:
+	// nodes get no pod CIDR.
+	ClusterCIDRs                               []string
+	NodeCIDRMaskSizeIPv4, NodeCIDRMaskSizeIPv6 int
 }
 
 // Descriptors returns every controller, in upstream's order. The list is
@@ -58,6 +64,7 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		endpointslice.Descriptor,
 		garbagecollector.Descriptor,
 		namespace.Descriptor,
+		nodeipam.NewDescriptor(nodeipam.Config{ClusterCIDRs: cfg.ClusterCIDRs, NodeMaskIPv4: cfg.NodeCIDRMaskSizeIPv4, NodeMaskIPv6: cfg.NodeCIDRMaskSizeIPv6}),
 		nodelifecycle.NewDescriptor(nodelifecycle.Config{NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod}),
 		nodelifecycle.TaintEvictionDescriptor,
 		serviceaccount.Descriptor,

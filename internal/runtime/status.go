@@ -19,14 +19,21 @@ func (r *Runtime) Version(ctx context.Context, req *runtimeapi.VersionRequest) (
 	}, nil
 }
 
-// Status reports RuntimeReady (runc is there) and NetworkReady (always:
-// without a Network plugin, sandboxes get loopback, which is ready).
+// Status reports RuntimeReady (runc is there) and NetworkReady: false
+// while a Network that has a Ready() error method reports one (e.g. the
+// node has no pod CIDR yet); without a Network, sandboxes get loopback,
+// which is always ready.
 func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	ready := &runtimeapi.RuntimeCondition{Type: runtimeapi.RuntimeReady, Status: true}
 	if _, err := os.Stat(r.runc.bin); err != nil {
 		ready.Status, ready.Reason, ready.Message = false, "OCIRuntimeMissing", err.Error()
 	}
 	netw := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if n, ok := r.cfg.Network.(interface{ Ready() error }); ok {
+		if err := n.Ready(); err != nil {
+			netw.Status, netw.Reason, netw.Message = false, "NetworkPluginNotReady", err.Error()
+		}
+	}
 	resp := &runtimeapi.StatusResponse{
 		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{ready, netw}},
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{

@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"log/slog"
+	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -86,7 +89,8 @@ func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
 	if err != nil {
 		slog.Warn("no CA key: certificate signing requests will not be signed", "err", err)
 	}
-	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM, CAKeyPEM: caKey, NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod})
+	descriptors := controllers.Descriptors(controllers.Config{CAPEM: s.PKI.CAPEM, CAKeyPEM: caKey, NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
+		ClusterCIDRs: ClusterCIDRs(cfg)})
 	any := false
 	for _, d := range descriptors {
 		if controller.Enabled(d.Name, cfg.Controllers, d.DisabledByDefault) {
@@ -130,3 +134,39 @@ func (s *Server) startSimNodes(ctx context.Context, cfg Config, port int) error 
 	s.SimNodes = fleet
 	return fleet.Start(ctx)
 }
+
+// ClusterCIDRs is cfg.ClusterCIDR as a list, the default when empty.
+func ClusterCIDRs(cfg Config) []string {
+	c := cfg.ClusterCIDR
+	if c == "" {
+		c = DefaultClusterCIDR
+	}
+	var out []string
+	for _, s := range strings.Split(c, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkClusterCIDRs refuses a --cluster-cidr that is not one or two
+// CIDRs of different families.
+func checkClusterCIDRs(cfg Config) error {
+	list := ClusterCIDRs(cfg)
+	fams := map[bool]bool{}
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("cluster CIDR %q: %w", s, err)
+		}
+		if fams[p.Addr().Is4()] {
+			return fmt.Errorf("cluster CIDR %q: at most one CIDR per IP family", cfg.ClusterCIDR)
+		}
+		fams[p.Addr().Is4()] = true
+	}
+	return nil
+}
+
+// DefaultClusterCIDR is the pod network when none is given (k3s's).
+const DefaultClusterCIDR = "10.42.0.0/16"

@@ -99,6 +99,11 @@ type Config struct {
 	// node ports ("10.96.0.0/12", "30000-32767" when empty).
 	ServiceCIDR   string
 	NodePortRange string
+	// ClusterCIDR is the pod network ("10.42.0.0/16" when empty; a
+	// comma-separated IPv4,IPv6 pair for dual-stack): the node IPAM
+	// controller gives each node a /24 (IPv6: /64) of it as
+	// spec.podCIDR(s).
+	ClusterCIDR string
 	// SimulatedNodes, when positive, starts that many simulated nodes
 	// (internal/simnode) once the API serves. They are API clients like
 	// any other, over the HTTPS listener with the admin credentials.
@@ -212,6 +217,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeExtra()
 		return nil, err
 	}
+	if err := checkClusterCIDRs(cfg); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		closeExtra()
 		return nil, err
@@ -264,6 +272,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	// One /metrics for the whole control plane: the API server's own,
 	// those of the in-process scheduler and controllers, and the process's
 	// (go_* and process_*, as every upstream component serves them).
