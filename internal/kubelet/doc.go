@@ -57,9 +57,13 @@
 //     pull image, start container i, kill, remove, stop sandbox) and the
 //     waiting reasons of what it will not start yet (CrashLoopBackOff,
 //     ImagePullBackOff, ErrImageNeverPull, InvalidImageName). Restart
-//     policies, init containers in order, the crash-loop back-off (10 s
-//     doubling to 5 min, reset after 10 min of quiet) and image pull
-//     policies all live there, tested as tables with a fixed clock.
+//     policies, init containers in order, native sidecars (plan_init.go:
+//     init containers with restartPolicy Always, each started — startup
+//     probe passed — before the next init container, kept running and
+//     restarted whatever the pod's policy, stopped when the pod is done),
+//     the crash-loop back-off (10 s doubling to 5 min, reset after 10 min
+//     of quiet) and image pull policies all live there, tested as tables
+//     with a fixed clock.
 //  3. execute (executor.go) runs the actions through the CRI. Only here is
 //     anything changed: the sandbox config (sandbox.go: hostname, DNS,
 //     ports, the QoS cgroup parent kubepods[/burstable|/besteffort]/
@@ -97,7 +101,8 @@
 //
 // A pod with a deletionTimestamp is only stopped: preStop exec hooks run
 // and containers are stopped within what is left of the grace period (at
-// least 2 s), in parallel, then the sandbox. When nothing runs, the final
+// least 2 s) — the main containers in parallel, then the sidecars in
+// reverse order, each after those it outlives — then the sandbox. When nothing runs, the final
 // status is written (terminal: Succeeded if every container exited 0,
 // else Failed), the pod is deleted from the API with grace period 0 and
 // a UID precondition — which is what ends a graceful deletion — and its
@@ -121,7 +126,15 @@
 // grpc probes and probe-level terminationGracePeriodSeconds, HTTP
 // lifecycle hooks (exec hooks run), eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
-// pods, sidecar (restartPolicy
-// Always) init containers beyond running in order, the QoS cgroups'
-// own limits (the runtime creates the pod cgroups under them).
+// pods, the QoS cgroups' own limits (the runtime creates the pod cgroups
+// under them).
+//
+// # Tests
+//
+// Most tests run the kubelet against a CRI runtime in memory
+// (fakecri_test.go) and a real API server (e2e_env_test.go). Those named
+// *RealNode (realnode_test.go) run it against rudder's own runtime —
+// real runc containers from a busybox image built from /bin/busybox —
+// and check what kubectl shows; they need root and runc and skip
+// without them.
 package kubelet

@@ -300,13 +300,19 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 }
 
 // killContainers stops containers in parallel, each after its preStop
-// hook, within its grace period.
+// hook, within its grace period; one with After waits (after its hook,
+// within what is left of its grace) for those containers to stop first.
 func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []action, obs podObserved) {
+	done := make(map[string]chan struct{}, len(kills))
+	for _, a := range kills {
+		done[a.ContainerID] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	for _, a := range kills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(done[a.ContainerID])
 			start := k.cfg.Clock.Now()
 			switch {
 			case a.Message != "":
@@ -317,6 +323,7 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 			if c := findContainer(pod, a.Container); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
 				k.runPreStop(ctx, a.ContainerID, c.Lifecycle.PreStop.Exec.Command, a.Grace)
 			}
+			k.waitTurn(ctx, a, done, a.Grace-k.cfg.Clock.Since(start))
 			left := a.Grace - k.cfg.Clock.Since(start)
 			timeout := max(int64(math.Ceil(left.Seconds())), int64(minGrace/time.Second))
 			// The runtime may take the whole grace period and a little.
@@ -329,6 +336,29 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 		}()
 	}
 	wg.Wait()
+}
+
+// waitTurn waits, at most left, until every container a must outlive
+// has stopped.
+func (k *Kubelet) waitTurn(ctx context.Context, a action, done map[string]chan struct{}, left time.Duration) {
+	if len(a.After) == 0 || left <= 0 {
+		return
+	}
+	t := k.cfg.Clock.NewTimer(left)
+	defer t.Stop()
+	for _, id := range a.After {
+		ch, ok := done[id]
+		if !ok {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-t.C():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // runPreStop runs an exec preStop hook, bounded by the grace period.

@@ -134,5 +134,14 @@ func (o *podObserved) running() []*observedContainer {
 	return out
 }
 
+// ids lists the IDs of every container instance.
+func (o *podObserved) ids() []string {
+	out := make([]string, len(o.Containers))
+	for i := range o.Containers {
+		out[i] = o.Containers[i].ID
+	}
+	return out
+}
+
 // empty reports whether the runtime holds nothing of the pod.
 func (o *podObserved) empty() bool { return len(o.Sandboxes) == 0 && len(o.Containers) == 0 }

@@ -138,7 +138,8 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) && !k.admit(ctx, pod, obs) {
 		return false, 0 // rejected: its status says why, for good
 	}
-	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
+	probes, _ := k.probes.snapshot(obs.ids())
+	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod), Probes: probes}
 	p := computePlan(in)
 	if !p.Stopping {
 		// Containers a liveness or startup probe failed are killed
