@@ -99,7 +99,13 @@
 //
 // # Deletion
 //
-// A pod with a deletionTimestamp is only stopped: preStop exec hooks run
+// Lifecycle hooks (hooks.go): postStart and preStop with exec, httpGet
+// and sleep handlers. A failed postStart kills the container
+// (FailedPostStartHook, PostStartHookError); a preStop runs before the
+// stop signal and its time counts against the grace period; a failed
+// one is a FailedPreStopHook event.
+//
+// A pod with a deletionTimestamp is only stopped: preStop hooks run
 // and containers are stopped within what is left of the grace period (at
 // least 2 s) — the main containers in parallel, then the sidecars in
 // reverse order, each after those it outlives — then the sandbox. When nothing runs, the final
@@ -123,8 +129,7 @@
 //
 // # Not yet
 //
-// grpc probes and probe-level terminationGracePeriodSeconds, HTTP
-// lifecycle hooks (exec hooks run), eviction, persistent volumes, image garbage collection,
+// grpc probes and probe-level terminationGracePeriodSeconds, eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
 // pods, the QoS cgroups' own limits (the runtime creates the pod cgroups
 // under them).

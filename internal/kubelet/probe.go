@@ -277,15 +277,7 @@ func probeReady(c *corev1.Container, id string, results map[probeKey]probeResult
 func (k *Kubelet) syncProbes(uid types.UID, pod *corev1.Pod, obs podObserved) {
 	want := map[probeKey]func(context.Context){}
 	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) {
-		podIP := ""
-		if sb := obs.latestSandbox(); sb != nil && len(sb.IPs) > 0 {
-			podIP = sb.IPs[0]
-		}
-		if pod.Spec.HostNetwork {
-			if ips := k.hostIPs(); len(ips) > 0 {
-				podIP = ips[0]
-			}
-		}
+		podIP := k.podIP(pod, obs.latestSandbox().ipsOrNil())
 		for _, oc := range obs.running() {
 			c := findContainer(pod, oc.Name)
 			if c == nil {
@@ -447,44 +439,13 @@ func probePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
 }
 
 func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string, timeout time.Duration) (probeResult, string) {
-	port, err := probePort(g.Port, c)
-	if err != nil {
-		return probeFailure, err.Error()
-	}
-	host := g.Host
-	if host == "" {
-		host = podIP
-	}
-	if host == "" {
-		return probeFailure, "pod has no IP"
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	if pu, err := url.Parse(path); err == nil {
-		u.Path, u.RawQuery = pu.Path, pu.RawQuery
-	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u.String(), nil)
+	req, err := newHTTPGetRequest(cctx, g, c, podIP, "kube-probe/"+userAgentVersion)
 	if err != nil {
 		return probeFailure, err.Error()
 	}
-	req.Header.Set("User-Agent", "kube-probe/1.33")
-	req.Header.Set("Accept", "*/*")
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
+	host := req.URL.Hostname()
 	client := &http.Client{
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
@@ -505,6 +466,60 @@ func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container
 		return probeSuccess, ""
 	}
 	return probeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode) + trimBody(body[:n])
+}
+
+// userAgentVersion is the major.minor of Version, for kube-probe/ and
+// kube-lifecycle/ user agents.
+var userAgentVersion = func() string {
+	parts := strings.SplitN(strings.TrimPrefix(Version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return Version
+	}
+	return parts[0] + "." + parts[1]
+}()
+
+// newHTTPGetRequest is the request of an httpGet probe or hook of
+// container c: to g.Host, else the pod's IP; the port by number or by
+// the name of one of c's ports; g's headers (a Host header sets the
+// request's host).
+func newHTTPGetRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP, userAgent string) (*http.Request, error) {
+	port, err := probePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	if host == "" {
+		return nil, errors.New("pod has no IP")
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	if pu, err := url.Parse(path); err == nil {
+		u.Path, u.RawQuery = pu.Path, pu.RawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+	for _, h := range g.HTTPHeaders {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	return req, nil
 }
 
 func trimBody(b []byte) string {

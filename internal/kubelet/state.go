@@ -59,6 +59,14 @@ type observedSandbox struct {
 	IPs       []string // the first is the primary
 }
 
+// ipsOrNil is the sandbox's IPs (nil for no sandbox).
+func (s *observedSandbox) ipsOrNil() []string {
+	if s == nil {
+		return nil
+	}
+	return s.IPs
+}
+
 // podObserved is everything the runtime holds for one pod UID: its
 // sandboxes and containers, each newest first.
 type podObserved struct {
