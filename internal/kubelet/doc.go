@@ -93,9 +93,10 @@
 // A liveness or startup probe that reaches its failureThreshold has the
 // next sync kill the container first (Killing: "Container x failed
 // liveness probe, will be restarted", also its terminated message); the
-// restart policy and back-off then apply as to any exit. httpGet and
-// tcpSocket probes dial the pod's IP (or httpGet.host) and fail with
-// "pod has no IP" without one.
+// restart policy and back-off then apply as to any exit. httpGet,
+// tcpSocket and grpc (grpc.health.v1, probe_grpc.go) probes dial the
+// pod's IP — the node's for a hostNetwork pod — (or the handler's host)
+// and fail with "pod has no IP" without one.
 //
 // # Deletion
 //
@@ -129,7 +130,7 @@
 //
 // # Not yet
 //
-// grpc probes and probe-level terminationGracePeriodSeconds, eviction, persistent volumes, image garbage collection,
+// probe-level terminationGracePeriodSeconds, eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
 // pods, the QoS cgroups' own limits (the runtime creates the pod cgroups
 // under them).

@@ -42,9 +42,10 @@ import (
 //
 // Handlers: exec (CRI ExecSync), httpGet (HTTP or HTTPS without
 // verification; 200–399 is success; a redirect to another host is not
-// followed and counts as success) and tcpSocket. httpGet and tcpSocket
-// dial the pod's IP (or httpGet.host); a pod with no IP fails them with
-// "pod has no IP". grpc probes are not done yet (they fail, saying so).
+// followed and counts as success), tcpSocket and grpc (probe_grpc.go:
+// grpc.health.v1). httpGet, tcpSocket and grpc dial the pod's IP — the
+// node's for a hostNetwork pod — (or httpGet.host / tcpSocket.host); a
+// pod with no IP fails them with "pod has no IP".
 
 // probeType is which probe.
 type probeType int
@@ -394,7 +395,7 @@ func (k *Kubelet) runProbe(ctx context.Context, p *corev1.Probe, c *corev1.Conta
 	case p.TCPSocket != nil:
 		return tcpProbe(ctx, p.TCPSocket, c, podIP, timeout)
 	case p.GRPC != nil:
-		return probeFailure, "grpc probes are not supported by this kubelet yet"
+		return grpcProbe(ctx, p.GRPC, podIP, timeout)
 	}
 	return probeUnknown, "the probe has no handler"
 }
