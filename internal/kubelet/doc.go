@@ -83,6 +83,11 @@
 //     startup probe holds readiness until it succeeds) — and the status writer (statuswriter.go) sends it to
 //     the status subresource only when it differs from the API's.
 //
+// A pod with activeDeadlineSeconds is woken at startTime + the deadline;
+// past it, it fails at once (Failed, reason DeadlineExceeded, "Pod was
+// active on the node longer than the specified deadline", a
+// DeadlineExceeded event) and its containers are stopped.
+//
 // Before its first start a pod is admitted (admit.go): it must fit beside
 // the pods already admitted (pods capacity, cpu, memory,
 // ephemeral-storage requests against allocatable), or it is rejected for
@@ -91,7 +96,8 @@
 // Killing, BackOff, Failed, FailedMount, Unhealthy).
 //
 // A liveness or startup probe that reaches its failureThreshold has the
-// next sync kill the container first (Killing: "Container x failed
+// next sync kill the container first, within the probe's own
+// terminationGracePeriodSeconds if set (Killing: "Container x failed
 // liveness probe, will be restarted", also its terminated message); the
 // restart policy and back-off then apply as to any exit. httpGet,
 // tcpSocket and grpc (grpc.health.v1, probe_grpc.go) probes dial the
@@ -130,7 +136,7 @@
 //
 // # Not yet
 //
-// probe-level terminationGracePeriodSeconds, eviction, persistent volumes, image garbage collection,
+// Eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
 // pods, the QoS cgroups' own limits (the runtime creates the pod cgroups
 // under them).

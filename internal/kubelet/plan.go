@@ -19,7 +19,8 @@ import (
 //
 // The rules, in order:
 //
-//   - A pod being deleted (or gone from the API, or terminal) only stops:
+//   - A pod being deleted (or gone from the API, or terminal, or past
+//     its activeDeadlineSeconds) only stops:
 //     running containers are killed within the grace period, ready
 //     sandboxes stopped. When nothing runs, the plan says so (stopped)
 //     and the worker finishes the deletion.
@@ -131,6 +132,9 @@ type planInput struct {
 	// Probes are the current probe results by container instance: a
 	// sidecar with a startup probe has started once it succeeded.
 	Probes map[probeKey]probeResult
+	// StartTime is the pod's start as the kubelet set it, for a pod
+	// whose status in the API has none yet (zero: not started).
+	StartTime time.Time
 }
 
 // plan is what a sync does.
@@ -144,6 +148,9 @@ type plan struct {
 	// Stopping: the pod is being deleted, is gone or is terminal, so
 	// nothing is started. Stopped: and nothing of it runs any more.
 	Stopping, Stopped bool
+	// DeadlineExceeded: the pod ran past its activeDeadlineSeconds; it
+	// fails (reason DeadlineExceeded) and is stopped.
+	DeadlineExceeded bool
 }
 
 func (p *plan) add(a action) { p.Actions = append(p.Actions, a) }
@@ -191,6 +198,14 @@ func computePlan(in planInput) plan {
 	if pod == nil || pod.DeletionTimestamp != nil || podIsTerminal(pod) {
 		planStop(&p, in)
 		return p
+	}
+	if deadline, ok := activeDeadline(pod, in.StartTime); ok {
+		if !in.Now.Before(deadline) {
+			p.DeadlineExceeded = true
+			planStop(&p, in)
+			return p
+		}
+		p.requeueAt(in.Now, deadline)
 	}
 	grace := podGrace(pod)
 	sb := obs.latestSandbox()
@@ -298,6 +313,9 @@ func planStop(p *plan, in planInput) {
 		if g := pod.DeletionGracePeriodSeconds; g != nil && *g < 1 {
 			grace = minGrace
 		}
+	case p.DeadlineExceeded:
+		reason = "the pod ran past its activeDeadlineSeconds"
+		grace = podGrace(pod)
 	default:
 		reason = "the pod is " + string(pod.Status.Phase)
 		grace = podGrace(pod)
@@ -443,6 +461,29 @@ func podGrace(pod *corev1.Pod) time.Duration {
 	}
 	return 30 * time.Second
 }
+
+// activeDeadline is when pod has been active for its
+// activeDeadlineSeconds, counted from its status's startTime, else from
+// started (the start the kubelet gave it and the API may not show yet);
+// ok is false without a deadline or a start.
+func activeDeadline(pod *corev1.Pod, started time.Time) (time.Time, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return time.Time{}, false
+	}
+	if pod.Status.StartTime != nil {
+		started = pod.Status.StartTime.Time
+	}
+	if started.IsZero() {
+		return time.Time{}, false
+	}
+	return started.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second), true
+}
+
+// Upstream's words for a pod past its active deadline.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
 
 // podIsTerminal: the API says the pod is over; nothing of it starts again.
 func podIsTerminal(pod *corev1.Pod) bool {

@@ -214,9 +214,16 @@ type probeManager struct {
 	mu      sync.Mutex
 	workers map[probeKey]*runningProbe
 	results map[probeKey]probeResult
-	// kills holds the message of containers killed by a failed probe,
-	// for their terminated state.
-	kills map[string]string
+	// kills holds the containers a failed probe has the kubelet kill:
+	// why (for their terminated state) and which probe.
+	kills map[string]probeKill
+}
+
+// probeKill is a container to kill for a failed liveness or startup
+// probe.
+type probeKill struct {
+	Message string
+	Type    probeType
 }
 
 type runningProbe struct {
@@ -225,7 +232,7 @@ type runningProbe struct {
 }
 
 func newProbeManager() *probeManager {
-	return &probeManager{workers: map[probeKey]*runningProbe{}, results: map[probeKey]probeResult{}, kills: map[string]string{}}
+	return &probeManager{workers: map[probeKey]*runningProbe{}, results: map[probeKey]probeResult{}, kills: map[string]probeKill{}}
 }
 
 // result is the current value of probe key (its initial one if none).
@@ -250,8 +257,8 @@ func (m *probeManager) snapshot(ids []string) (map[probeKey]probeResult, map[str
 				res[probeKey{id, t}] = r
 			}
 		}
-		if msg, ok := m.kills[id]; ok {
-			kills[id] = msg
+		if pk, ok := m.kills[id]; ok {
+			kills[id] = pk.Message
 		}
 	}
 	return res, kills
@@ -357,7 +364,7 @@ func (k *Kubelet) newProbeWorker(pod *corev1.Pod, c *corev1.Container, oc *obser
 		if s.Current == probeFailure && t != probeReadiness {
 			// As upstream: the container is killed and restarted; this
 			// instance is not probed again.
-			k.probes.kills[oc.ID] = fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(t.String()))
+			k.probes.kills[oc.ID] = probeKill{Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(t.String())), Type: t}
 			keep = false
 		}
 		if s.Current == probeSuccess && t == probeStartup {
@@ -374,13 +381,32 @@ func (k *Kubelet) newProbeWorker(pod *corev1.Pod, c *corev1.Container, oc *obser
 // probeKills are the kill actions for running containers a liveness or
 // startup probe failed, with upstream's Killing message.
 func (k *Kubelet) probeKills(pod *corev1.Pod, obs podObserved) []action {
-	var out []action
 	k.probes.mu.Lock()
-	defer k.probes.mu.Unlock()
+	kills := make(map[string]probeKill, len(k.probes.kills))
+	for id, pk := range k.probes.kills {
+		kills[id] = pk
+	}
+	k.probes.mu.Unlock()
+	return probeKillActions(pod, &obs, kills)
+}
+
+// probeKillActions kills the running containers of kills (pure): within
+// the failed probe's terminationGracePeriodSeconds if it has one, else
+// the pod's.
+func probeKillActions(pod *corev1.Pod, obs *podObserved, kills map[string]probeKill) []action {
+	var out []action
 	for _, oc := range obs.running() {
-		if msg, ok := k.probes.kills[oc.ID]; ok {
-			out = append(out, action{Kind: actKillContainer, Container: oc.Name, ContainerID: oc.ID, Grace: podGrace(pod), Reason: "a probe failed", Message: msg})
+		pk, ok := kills[oc.ID]
+		if !ok {
+			continue
 		}
+		grace := podGrace(pod)
+		if c := findContainer(pod, oc.Name); c != nil {
+			if spec := probeSpec(c, pk.Type); spec != nil && spec.TerminationGracePeriodSeconds != nil {
+				grace = max(time.Duration(*spec.TerminationGracePeriodSeconds)*time.Second, minGrace)
+			}
+		}
+		out = append(out, action{Kind: actKillContainer, Container: oc.Name, ContainerID: oc.ID, Grace: grace, Reason: "a probe failed", Message: pk.Message})
 	}
 	return out
 }

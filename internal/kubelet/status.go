@@ -49,6 +49,9 @@ type statusInput struct {
 	// KillMessages: why the kubelet killed a container (a failed probe),
 	// by container ID, for its terminated state.
 	KillMessages map[string]string
+	// Reason and Message, when set, fail the pod with them (upstream's
+	// evictions and DeadlineExceeded).
+	Reason, Message string
 }
 
 // Conditions the kubelet owns.
@@ -112,11 +115,17 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
 	st.Phase = podPhase(pod, &st, in.Terminated)
+	if in.Reason != "" {
+		st.Phase = corev1.PodFailed
+	}
 	if podIsTerminal(pod) {
 		st.Phase = old.Phase // terminal never goes back
 	}
 	st.Conditions = podConditions(in, &st, sb)
 	st.Reason, st.Message = old.Reason, old.Message
+	if in.Reason != "" && !podIsTerminal(pod) {
+		st.Reason, st.Message = in.Reason, in.Message
+	}
 	return st
 }
 
