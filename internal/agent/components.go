@@ -128,6 +128,7 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 		ServingCert:     cfg.Credentials.ServingCert,
 		ClientCAs:       cfg.Credentials.ClientCAs,
 		CgroupRoot:      a.host.OwnCgroup,
+		CgroupsPerQOS:   true,
 	})
 	if err != nil {
 		return err

@@ -67,7 +67,9 @@
 //  3. execute (executor.go) runs the actions through the CRI. Only here is
 //     anything changed: the sandbox config (sandbox.go: hostname, DNS,
 //     ports, the QoS cgroup parent kubepods[/burstable|/besteffort]/
-//     pod<uid>, namespaces), volumes (volumes.go: emptyDir, configMap,
+//     pod<uid> — made with the pod's cpu.shares, CFS quota and memory
+//     limit first when Config.CgroupsPerQOS (qos.go, v1 and v2) —,
+//     namespaces), volumes (volumes.go: emptyDir, configMap,
 //     secret, downwardAPI and projected token files written atomically
 //     under RootDir/pods/<uid>/volumes), the environment (env.go: values,
 //     fieldRefs, resourceFieldRefs, configMap and secret keys, envFrom,
@@ -138,8 +140,10 @@
 //
 // Eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
-// pods, the QoS cgroups' own limits (the runtime creates the pod cgroups
-// under them).
+// pods, the kubepods cgroup's memory limit (node allocatable
+// enforcement), QoS-level memory reservations (upstream's QOSReserved),
+// oom_score_adj below what the host permits, in-place resize of pod
+// cgroups.
 //
 // # Tests
 //

@@ -92,7 +92,7 @@ func (e *e2eEnv) start() {
 	resolv := filepath.Join(e.root, "resolv.conf")
 	os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch example.test\n"), 0o644)
 	k, err := New(Config{
-		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.endpoint, CgroupRoot: e.cgroupRoot,
+		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.endpoint, CgroupRoot: e.cgroupRoot, CgroupsPerQOS: e.cgroupRoot != "",
 		RootDir: filepath.Join(e.root, "kubelet"), PodLogsDir: e.logs, ResolvConf: resolv,
 		ServingCert: e.cert, ClientCAs: e.c.Server.PKI.CAPool,
 		RelistPeriod: 100 * time.Millisecond, NodeStatusUpdateFrequency: time.Second,

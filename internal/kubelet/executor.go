@@ -98,7 +98,12 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 			if a.Attempt > 0 {
 				k.event(pod, "", "Normal", eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 			}
-			id, ips, err := k.createSandbox(ctx, pod, a.Attempt)
+			var id string
+			var ips []string
+			err := k.podCgroups(pod)
+			if err == nil {
+				id, ips, err = k.createSandbox(ctx, pod, a.Attempt)
+			}
 			if err != nil {
 				log.Warn("create pod sandbox", "err", err)
 				for _, c := range allContainers(pod) {
@@ -213,6 +218,19 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, attempt ui
 		return "", nil, err
 	}
 	return id, k.obs.sandboxIPsOf(ctx, id), nil
+}
+
+// podCgroups makes pod's cgroup with its limits, when the kubelet
+// manages the QoS tree.
+func (k *Kubelet) podCgroups(pod *corev1.Pod) error {
+	if !k.cfg.CgroupsPerQOS {
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, o := range k.podInformer.GetStore().List() {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return k.ensurePodCgroups(pod, pods)
 }
 
 // pullTimeout bounds a pull (the request timeout is for quick calls).
