@@ -220,8 +220,9 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, attempt ui
 	return id, k.obs.sandboxIPsOf(ctx, id), nil
 }
 
-// podCgroups makes pod's cgroup with its limits, when the kubelet
-// manages the QoS tree.
+// podCgroups makes pod's cgroup with its limits (pod nil: only updates
+// the QoS classes' shares, after a pod went), when the kubelet manages
+// the QoS tree.
 func (k *Kubelet) podCgroups(pod *corev1.Pod) error {
 	if !k.cfg.CgroupsPerQOS {
 		return nil

@@ -22,7 +22,9 @@ import (
 //	             └── besteffort           cpu.shares 2
 //	                 └── pod<uid>
 //
-// A pod's cgroup gets, before its sandbox is made (upstream's
+// The QoS classes' shares are written whenever a pod cgroup is made and
+// after a pod is cleaned up. A pod's cgroup gets, before its sandbox is
+// made (upstream's
 // ResourceConfigForPod): cpu.shares from its CPU requests (init
 // containers, sidecars and overhead counted as component-helpers counts
 // them; 2 at least); a CFS quota (period 100 ms) from its CPU limits
@@ -197,9 +199,10 @@ func qosDir(root string, class corev1.PodQOSClass) string {
 	return path.Join(root, "kubepods")
 }
 
-// ensurePodCgroups makes pod's cgroup and the QoS tree above it in every
-// hierarchy with a cpu or memory controller, and writes their limits;
-// others is every pod of the node (for the burstable class's shares).
+// ensurePodCgroups makes pod's cgroup (pod nil: none) and the QoS tree
+// above it in every hierarchy with a cpu or memory controller, and
+// writes their limits; others is every pod of the node (for the
+// burstable class's shares).
 func (k *Kubelet) ensurePodCgroups(pod *corev1.Pod, others []*corev1.Pod) error {
 	mounts, err := cgroupMounts()
 	if err != nil {
@@ -214,7 +217,12 @@ func (k *Kubelet) ensurePodCgroups(pod *corev1.Pod, others []*corev1.Pod) error 
 		{qosDir(root, corev1.PodQOSGuaranteed), cgroupConfig{CPUShares: shares(alloc.Cpu().MilliValue()), CPUQuota: -1, Memory: -1}},
 		{qosDir(root, corev1.PodQOSBurstable), cgroupConfig{CPUShares: burstableShares(others), CPUQuota: -1, Memory: -1}},
 		{qosDir(root, corev1.PodQOSBestEffort), cgroupConfig{CPUShares: minShares, CPUQuota: -1, Memory: -1}},
-		{podCgroupParent(root, pod), podCgroupConfig(pod)},
+	}
+	if pod != nil {
+		writes = append(writes, struct {
+			dir string
+			cfg cgroupConfig
+		}{podCgroupParent(root, pod), podCgroupConfig(pod)})
 	}
 	var errs []error
 	for _, m := range mounts {

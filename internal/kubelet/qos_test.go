@@ -179,6 +179,18 @@ func TestQOSCgroupsRealNode(t *testing.T) {
 		}
 	}
 
+	t.Run("the burstable class's shares follow its pods", func(t *testing.T) {
+		if v2 {
+			t.Skip("checked on v1 files")
+		}
+		if err := e.c.Client.CoreV1().Pods("default").Delete(context.Background(), "burstable", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("burstable's shares back to 2", func() (bool, error) {
+			return cgroupValue(t, root+"/burstable", "cpu", "cpu.shares") == "2", nil
+		})
+	})
+
 	t.Run("past its memory limit: OOMKilled, 137", func(t *testing.T) {
 		e.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hog"}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "c", Image: realImage, Command: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"},
@@ -187,6 +199,5 @@ func TestQOSCgroupsRealNode(t *testing.T) {
 		if term := cstatus(p, "c").State.Terminated; term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
 			t.Errorf("terminated %+v", cstatus(p, "c").State)
 		}
-		_ = context.Background
 	})
 }

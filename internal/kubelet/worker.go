@@ -313,6 +313,10 @@ func (k *Kubelet) cleanupPod(uid string) {
 	if err := removePodCgroups(k.cfg.CgroupRoot, uid); err != nil {
 		k.cfg.Logger.Warn("remove pod cgroup", "uid", uid, "err", err)
 	}
+	// The burstable class's shares follow the pods that remain.
+	if err := k.podCgroups(nil); err != nil {
+		k.cfg.Logger.Warn("QoS cgroups", "err", err)
+	}
 }
 
 // relistLoop lists the runtime every RelistPeriod and wakes the worker of
