@@ -205,6 +205,7 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 		ServingCert:     cfg.Credentials.ServingCert,
 		ClientCAs:       cfg.Credentials.ClientCAs,
 		CgroupRoot:      a.cfg.CgroupRoot,
+		CgroupsPerQOS:   true,
 	})
 	if err != nil {
 		return err

@@ -40,6 +40,8 @@ func removePodCgroups(root, uid string) error {
 // which of its cgroups is at that mount point.
 type cgroupMount struct {
 	point, root string
+	v2          bool   // cgroup2
+	opts        string // super options: the v1 controllers
 }
 
 // dir is the directory of the absolute cgroup path p in this mount, ""
@@ -69,7 +71,11 @@ func cgroupMounts() ([]cgroupMount, error) {
 		if len(f) < 5 || len(p) < 1 || (p[0] != "cgroup" && p[0] != "cgroup2") {
 			continue
 		}
-		out = append(out, cgroupMount{point: f[4], root: f[3]})
+		m := cgroupMount{point: f[4], root: f[3], v2: p[0] == "cgroup2"}
+		if len(p) > 2 {
+			m.opts = p[2]
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -66,6 +66,11 @@ type Config struct {
 	// <CgroupRoot>/kubepods[/burstable|/besteffort]/pod<uid>, passed to
 	// the runtime as each sandbox's cgroup parent ("/").
 	CgroupRoot string
+	// CgroupsPerQOS has the kubelet make the QoS cgroup tree and each
+	// pod's cgroup with its limits before the sandbox (qos.go), as
+	// upstream's cgroupsPerQOS; off, the runtime makes pod cgroups
+	// without pod-level limits.
+	CgroupsPerQOS bool
 	// MaxPods is the node's pods capacity (110).
 	MaxPods int
 	// SystemReserved and KubeReserved are taken from capacity to give

@@ -57,13 +57,19 @@
 //     pull image, start container i, kill, remove, stop sandbox) and the
 //     waiting reasons of what it will not start yet (CrashLoopBackOff,
 //     ImagePullBackOff, ErrImageNeverPull, InvalidImageName). Restart
-//     policies, init containers in order, the crash-loop back-off (10 s
-//     doubling to 5 min, reset after 10 min of quiet) and image pull
-//     policies all live there, tested as tables with a fixed clock.
+//     policies, init containers in order, native sidecars (plan_init.go:
+//     init containers with restartPolicy Always, each started — startup
+//     probe passed — before the next init container, kept running and
+//     restarted whatever the pod's policy, stopped when the pod is done),
+//     the crash-loop back-off (10 s doubling to 5 min, reset after 10 min
+//     of quiet) and image pull policies all live there, tested as tables
+//     with a fixed clock.
 //  3. execute (executor.go) runs the actions through the CRI. Only here is
 //     anything changed: the sandbox config (sandbox.go: hostname, DNS,
 //     ports, the QoS cgroup parent kubepods[/burstable|/besteffort]/
-//     pod<uid>, namespaces), volumes (volumes.go: emptyDir, configMap,
+//     pod<uid> — made with the pod's cpu.shares, CFS quota and memory
+//     limit first when Config.CgroupsPerQOS (qos.go, v1 and v2) —,
+//     namespaces), volumes (volumes.go: emptyDir, configMap,
 //     secret, downwardAPI and projected token files written atomically
 //     under RootDir/pods/<uid>/volumes), the environment (env.go: values,
 //     fieldRefs, resourceFieldRefs, configMap and secret keys, envFrom,
@@ -79,6 +85,11 @@
 //     startup probe holds readiness until it succeeds) — and the status writer (statuswriter.go) sends it to
 //     the status subresource only when it differs from the API's.
 //
+// A pod with activeDeadlineSeconds is woken at startTime + the deadline;
+// past it, it fails at once (Failed, reason DeadlineExceeded, "Pod was
+// active on the node longer than the specified deadline", a
+// DeadlineExceeded event) and its containers are stopped.
+//
 // Before its first start a pod is admitted (admit.go): it must fit beside
 // the pods already admitted (pods capacity, cpu, memory,
 // ephemeral-storage requests against allocatable), or it is rejected for
@@ -87,17 +98,26 @@
 // Killing, BackOff, Failed, FailedMount, Unhealthy).
 //
 // A liveness or startup probe that reaches its failureThreshold has the
-// next sync kill the container first (Killing: "Container x failed
+// next sync kill the container first, within the probe's own
+// terminationGracePeriodSeconds if set (Killing: "Container x failed
 // liveness probe, will be restarted", also its terminated message); the
-// restart policy and back-off then apply as to any exit. httpGet and
-// tcpSocket probes dial the pod's IP (or httpGet.host) and fail with
-// "pod has no IP" without one.
+// restart policy and back-off then apply as to any exit. httpGet,
+// tcpSocket and grpc (grpc.health.v1, probe_grpc.go) probes dial the
+// pod's IP — the node's for a hostNetwork pod — (or the handler's host)
+// and fail with "pod has no IP" without one.
 //
 // # Deletion
 //
-// A pod with a deletionTimestamp is only stopped: preStop exec hooks run
+// Lifecycle hooks (hooks.go): postStart and preStop with exec, httpGet
+// and sleep handlers. A failed postStart kills the container
+// (FailedPostStartHook, PostStartHookError); a preStop runs before the
+// stop signal and its time counts against the grace period; a failed
+// one is a FailedPreStopHook event.
+//
+// A pod with a deletionTimestamp is only stopped: preStop hooks run
 // and containers are stopped within what is left of the grace period (at
-// least 2 s), in parallel, then the sandbox. When nothing runs, the final
+// least 2 s) — the main containers in parallel, then the sidecars in
+// reverse order, each after those it outlives — then the sandbox. When nothing runs, the final
 // status is written (terminal: Succeeded if every container exited 0,
 // else Failed), the pod is deleted from the API with grace period 0 and
 // a UID precondition — which is what ends a graceful deletion — and its
@@ -118,10 +138,19 @@
 //
 // # Not yet
 //
-// grpc probes and probe-level terminationGracePeriodSeconds, HTTP
-// lifecycle hooks (exec hooks run), eviction, persistent volumes, image garbage collection,
+// Eviction, persistent volumes, image garbage collection,
 // admission beyond pods/cpu/memory/ephemeral-storage (admit.go), static
-// pods, sidecar (restartPolicy
-// Always) init containers beyond running in order, the QoS cgroups'
-// own limits (the runtime creates the pod cgroups under them).
+// pods, the kubepods cgroup's memory limit (node allocatable
+// enforcement), QoS-level memory reservations (upstream's QOSReserved),
+// oom_score_adj below what the host permits, in-place resize of pod
+// cgroups.
+//
+// # Tests
+//
+// Most tests run the kubelet against a CRI runtime in memory
+// (fakecri_test.go) and a real API server (e2e_env_test.go). Those named
+// *RealNode (realnode_test.go) run it against rudder's own runtime —
+// real runc containers from a busybox image built from /bin/busybox —
+// and check what kubectl shows; they need root and runc and skip
+// without them.
 package kubelet

@@ -50,11 +50,16 @@ type e2eEnv struct {
 	cert  tls.Certificate
 	kl    *testKubelet
 	admin tls.Certificate // the API server's kubelet client certificate
+	// endpoint is the CRI socket (the fake's, or the real runtime's:
+	// realnode_test.go); cgroupRoot the kubelet's CgroupRoot ("": its
+	// default).
+	endpoint, cgroupRoot string
 }
 
 func newE2E(t *testing.T) *e2eEnv {
 	c := clustertest.Start(t, clustertest.Options{})
 	e := &e2eEnv{t: t, c: c, fake: startFakeCRI(t), root: t.TempDir(), logs: t.TempDir()}
+	e.endpoint = e.fake.endpoint
 	// Whatever happens, no mount outlives the test (before TempDir's
 	// removal, which runs later).
 	t.Cleanup(func() {
@@ -63,16 +68,23 @@ func newE2E(t *testing.T) *e2eEnv {
 		}
 	})
 	e.fake.images["busybox"] = true
-	e.node = nodeClient(t, c)
-	var err error
-	if e.cert, err = c.Server.PKI.IssueServingCert(testNode, []net.IP{net.IPv4(127, 0, 0, 1)}, nil, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if e.admin, err = c.Server.PKI.KubeletClientCert(time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	e.credentials()
 	e.start()
 	return e
+}
+
+// credentials makes the kubelet's client, serving certificate and the
+// API server's client certificate for the kubelet API.
+func (e *e2eEnv) credentials() {
+	e.t.Helper()
+	e.node = nodeClient(e.t, e.c)
+	var err error
+	if e.cert, err = e.c.Server.PKI.IssueServingCert(testNode, []net.IP{net.IPv4(127, 0, 0, 1)}, nil, time.Hour); err != nil {
+		e.t.Fatal(err)
+	}
+	if e.admin, err = e.c.Server.PKI.KubeletClientCert(time.Hour); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *e2eEnv) start() {
@@ -80,7 +92,7 @@ func (e *e2eEnv) start() {
 	resolv := filepath.Join(e.root, "resolv.conf")
 	os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch example.test\n"), 0o644)
 	k, err := New(Config{
-		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.fake.endpoint,
+		NodeName: testNode, Client: e.node, RuntimeEndpoint: e.endpoint, CgroupRoot: e.cgroupRoot, CgroupsPerQOS: e.cgroupRoot != "",
 		RootDir: filepath.Join(e.root, "kubelet"), PodLogsDir: e.logs, ResolvConf: resolv,
 		ServingCert: e.cert, ClientCAs: e.c.Server.PKI.CAPool,
 		RelistPeriod: 100 * time.Millisecond, NodeStatusUpdateFrequency: time.Second,

@@ -29,6 +29,9 @@ const (
 	eventFailedMount    = "FailedMount"
 	eventSandboxChanged = "SandboxChanged"
 	eventUnhealthy      = "Unhealthy"
+
+	eventFailedPostStartHook = "FailedPostStartHook"
+	eventFailedPreStopHook   = "FailedPreStopHook"
 )
 
 // startEvents starts the broadcaster; it stops when ctx ends.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +67,7 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 			for j < len(p.Actions) && p.Actions[j].Kind == actKillContainer {
 				j++
 			}
-			k.killContainers(ctx, pod, p.Actions[i:j], obs)
+			k.killContainers(ctx, pod, p.Actions[i:j], k.podIP(pod, obs.latestSandbox().ipsOrNil()))
 			i = j - 1
 		case actRemoveContainer:
 			if err := k.criDo(ctx, func(c context.Context) error {
@@ -99,7 +98,12 @@ func (k *Kubelet) execute(ctx context.Context, w *podWorker, pod *corev1.Pod, p 
 			if a.Attempt > 0 {
 				k.event(pod, "", "Normal", eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 			}
-			id, ips, err := k.createSandbox(ctx, pod, a.Attempt)
+			var id string
+			var ips []string
+			err := k.podCgroups(pod)
+			if err == nil {
+				id, ips, err = k.createSandbox(ctx, pod, a.Attempt)
+			}
 			if err != nil {
 				log.Warn("create pod sandbox", "err", err)
 				for _, c := range allContainers(pod) {
@@ -216,6 +220,20 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod, attempt ui
 	return id, k.obs.sandboxIPsOf(ctx, id), nil
 }
 
+// podCgroups makes pod's cgroup with its limits (pod nil: only updates
+// the QoS classes' shares, after a pod went), when the kubelet manages
+// the QoS tree.
+func (k *Kubelet) podCgroups(pod *corev1.Pod) error {
+	if !k.cfg.CgroupsPerQOS {
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, o := range k.podInformer.GetStore().List() {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return k.ensurePodCgroups(pod, pods)
+}
+
 // pullTimeout bounds a pull (the request timeout is for quick calls).
 const pullTimeout = 15 * time.Minute
 
@@ -271,19 +289,20 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a action,
 	}
 	k.cfg.Logger.Info("container started", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", id, "restart", restart)
 	k.event(pod, c.Name, "Normal", eventStarted, "Started container %s", c.Name)
-	if h := c.Lifecycle; h != nil && h.PostStart != nil && h.PostStart.Exec != nil {
+	if h := c.Lifecycle; h != nil && h.PostStart != nil {
 		// As upstream: a failed postStart hook kills the container, which
-		// then restarts as its policy says.
-		if msg := k.runHook(ctx, id, h.PostStart.Exec.Command, postStartTimeout); msg != "" {
-			k.killContainers(ctx, pod, []action{{Kind: actKillContainer, ContainerID: id, Grace: minGrace}}, podObserved{})
-			return reasonPostStartHookError, fmt.Errorf("PostStartHook failed: %s", msg)
+		// then restarts as its policy says. The hook has no time limit
+		// but the sync's (a deletion interrupts it).
+		if msg, err := k.runLifecycleHook(ctx, pod, c, id, h.PostStart, k.podIP(pod, podIPs)); err != nil {
+			k.cfg.Logger.Info("postStart hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+			k.event(pod, c.Name, "Warning", eventFailedPostStartHook, "PostStartHook failed")
+			k.killContainers(ctx, pod, []action{{Kind: actKillContainer, Container: c.Name, ContainerID: id, Grace: podGrace(pod),
+				Reason: "its postStart hook failed", Message: eventFailedPostStartHook}}, k.podIP(pod, podIPs))
+			return reasonPostStartHookError, errors.New(msg)
 		}
 	}
 	return "", nil
 }
-
-// postStartTimeout bounds a postStart hook.
-const postStartTimeout = 30 * time.Second
 
 func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 	if pod == nil {
@@ -300,13 +319,19 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 }
 
 // killContainers stops containers in parallel, each after its preStop
-// hook, within its grace period.
-func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []action, obs podObserved) {
+// hook, within its grace period; one with After waits (after its hook,
+// within what is left of its grace) for those containers to stop first.
+func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []action, podIP string) {
+	done := make(map[string]chan struct{}, len(kills))
+	for _, a := range kills {
+		done[a.ContainerID] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	for _, a := range kills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(done[a.ContainerID])
 			start := k.cfg.Clock.Now()
 			switch {
 			case a.Message != "":
@@ -314,9 +339,10 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 			case a.Container != "":
 				k.event(pod, a.Container, "Normal", eventKilling, "Stopping container %s", a.Container)
 			}
-			if c := findContainer(pod, a.Container); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-				k.runPreStop(ctx, a.ContainerID, c.Lifecycle.PreStop.Exec.Command, a.Grace)
+			if c := findContainer(pod, a.Container); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				k.runPreStop(ctx, pod, c, a.ContainerID, podIP, a.Grace)
 			}
+			k.waitTurn(ctx, a, done, a.Grace-k.cfg.Clock.Since(start))
 			left := a.Grace - k.cfg.Clock.Since(start)
 			timeout := max(int64(math.Ceil(left.Seconds())), int64(minGrace/time.Second))
 			// The runtime may take the whole grace period and a little.
@@ -331,24 +357,25 @@ func (k *Kubelet) killContainers(ctx context.Context, pod *corev1.Pod, kills []a
 	wg.Wait()
 }
 
-// runPreStop runs an exec preStop hook, bounded by the grace period.
-func (k *Kubelet) runPreStop(ctx context.Context, id string, cmd []string, grace time.Duration) {
-	if msg := k.runHook(ctx, id, cmd, grace); msg != "" {
-		k.cfg.Logger.Info("preStop hook failed", "id", id, "err", msg)
+// waitTurn waits, at most left, until every container a must outlive
+// has stopped.
+func (k *Kubelet) waitTurn(ctx context.Context, a action, done map[string]chan struct{}, left time.Duration) {
+	if len(a.After) == 0 || left <= 0 {
+		return
 	}
-}
-
-// runHook runs an exec hook in container id within timeout; it returns
-// why it failed, or "".
-func (k *Kubelet) runHook(ctx context.Context, id string, cmd []string, timeout time.Duration) string {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	r, err := k.cri.rt.ExecSync(cctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(max(timeout/time.Second, 1))})
-	switch {
-	case err != nil:
-		return err.Error()
-	case r.ExitCode != 0:
-		return fmt.Sprintf("command %q exited with %d: %s", strings.Join(cmd, " "), r.ExitCode, strings.TrimSpace(string(r.Stdout)+string(r.Stderr)))
+	t := k.cfg.Clock.NewTimer(left)
+	defer t.Stop()
+	for _, id := range a.After {
+		ch, ok := done[id]
+		if !ok {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-t.C():
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
-	return ""
 }

@@ -19,7 +19,8 @@ import (
 //
 // The rules, in order:
 //
-//   - A pod being deleted (or gone from the API, or terminal) only stops:
+//   - A pod being deleted (or gone from the API, or terminal, or past
+//     its activeDeadlineSeconds) only stops:
 //     running containers are killed within the grace period, ready
 //     sandboxes stopped. When nothing runs, the plan says so (stopped)
 //     and the worker finishes the deletion.
@@ -28,12 +29,17 @@ import (
 //     containers) — unless restartPolicy is Never and the pod's
 //     containers already ran: a Never pod does not come back.
 //   - Init containers run one at a time, in order; a failed one is
-//     restarted (back-off) or, under Never, fails the pod.
+//     restarted (back-off) or, under Never, fails the pod. Sidecars
+//     (init containers with restartPolicy Always) start in their turn
+//     and are kept running (plan_init.go).
 //   - Then every container that is not running and should be
 //     (restartPolicy, exit code) is started, after a restart back-off
 //     (CrashLoopBackOff) and an image pull if the pull policy asks for it
 //     (ImagePullBackOff after a failed pull). A running container whose
 //     image changed is killed and started again.
+//   - A pod whose restart policy is not Always and whose containers all
+//     ran to their end is done: its sidecars are stopped (after the
+//     main containers, in reverse order), then its sandbox.
 //   - Exited instances beyond the newest two per container are removed
 //     (the newest two give `kubectl logs --previous`), and old sandboxes
 //     with no container left.
@@ -70,6 +76,11 @@ type action struct {
 	Reason      string
 	// Message replaces the Killing event's text (a failed probe's).
 	Message string
+	// After (kill): the IDs of containers, killed by the same run of
+	// kills, that must stop before this one does (a sidecar outlives
+	// the main containers and the sidecars after it); its preStop hook
+	// does not wait.
+	After []string
 	// BackoffKey and Backoff: the entry to store once the step ran.
 	BackoffKey string
 	Backoff    backoffEntry
@@ -118,6 +129,12 @@ type planInput struct {
 	ImagePresent map[string]bool
 	// Backoff holds the pod's back-offs by key (restartKey, pullKey).
 	Backoff map[string]backoffEntry
+	// Probes are the current probe results by container instance: a
+	// sidecar with a startup probe has started once it succeeded.
+	Probes map[probeKey]probeResult
+	// StartTime is the pod's start as the kubelet set it, for a pod
+	// whose status in the API has none yet (zero: not started).
+	StartTime time.Time
 }
 
 // plan is what a sync does.
@@ -131,6 +148,9 @@ type plan struct {
 	// Stopping: the pod is being deleted, is gone or is terminal, so
 	// nothing is started. Stopped: and nothing of it runs any more.
 	Stopping, Stopped bool
+	// DeadlineExceeded: the pod ran past its activeDeadlineSeconds; it
+	// fails (reason DeadlineExceeded) and is stopped.
+	DeadlineExceeded bool
 }
 
 func (p *plan) add(a action) { p.Actions = append(p.Actions, a) }
@@ -179,6 +199,14 @@ func computePlan(in planInput) plan {
 		planStop(&p, in)
 		return p
 	}
+	if deadline, ok := activeDeadline(pod, in.StartTime); ok {
+		if !in.Now.Before(deadline) {
+			p.DeadlineExceeded = true
+			planStop(&p, in)
+			return p
+		}
+		p.requeueAt(in.Now, deadline)
+	}
 	grace := podGrace(pod)
 	sb := obs.latestSandbox()
 	policy := pod.Spec.RestartPolicy
@@ -187,10 +215,10 @@ func computePlan(in planInput) plan {
 		if sb != nil && policy == corev1.RestartPolicyNever && len(obs.Containers) > 0 {
 			// The sandbox died after its containers ran: a Never pod is
 			// over, its status says how.
-			killRunning(&p, obs, grace, "the pod sandbox is gone")
+			killRunning(&p, pod, obs, grace, "the pod sandbox is gone")
 			return p
 		}
-		killRunning(&p, obs, grace, "the pod sandbox changed")
+		killRunning(&p, pod, obs, grace, "the pod sandbox changed")
 		attempt := uint32(0)
 		if sb != nil {
 			attempt = sb.Attempt + 1
@@ -218,9 +246,19 @@ func computePlan(in planInput) plan {
 		}
 	}
 
+	if policy != corev1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 && !mainsActive(pod, obs, policy) {
+		// Every container ran to its end: the pod is done. Its sidecars
+		// stop (as upstream, they do not keep a pod alive), then its
+		// sandbox (network, IP); its containers stay for their logs.
+		killRunning(&p, pod, obs, grace, "all containers exited")
+		p.add(action{Kind: actStopSandbox, SandboxID: sb.ID, Reason: "all containers exited"})
+		planGC(&p, obs, sb.ID)
+		return p
+	}
+
 	switch planInit(&p, in, sb.ID, grace) {
 	case initFailed:
-		killRunning(&p, obs, grace, "an init container failed and the restart policy is Never")
+		killRunning(&p, pod, obs, grace, "an init container failed and the restart policy is Never")
 		p.add(action{Kind: actStopSandbox, SandboxID: sb.ID, Reason: "the pod failed"})
 		planGC(&p, obs, sb.ID)
 		return p
@@ -229,32 +267,35 @@ func computePlan(in planInput) plan {
 		return p
 	}
 
-	active := false
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		l := obs.latest(c.Name)
 		switch {
 		case l == nil:
 			planStart(&p, in, c, false, sb.ID)
-			active = true
 		case l.State == stateRunning:
-			active = true
 			if l.Hash != "" && l.Hash != containerHash(c) {
 				p.add(action{Kind: actKillContainer, Container: c.Name, ContainerID: l.ID, Grace: grace, Reason: "its spec changed"})
 				planStart(&p, in, c, false, sb.ID)
 			}
 		case shouldRestart(policy, l):
 			planStart(&p, in, c, false, sb.ID)
-			active = true
 		}
-	}
-	if !active && policy != corev1.RestartPolicyAlways && len(pod.Spec.Containers) > 0 {
-		// Every container ran to its end: the pod is done, its sandbox
-		// (network, IP) goes; its containers stay for their logs.
-		p.add(action{Kind: actStopSandbox, SandboxID: sb.ID, Reason: "all containers exited"})
 	}
 	planGC(&p, obs, sb.ID)
 	return p
+}
+
+// mainsActive reports whether any of the pod's (main) containers runs or
+// is still to start: the pod is not done.
+func mainsActive(pod *corev1.Pod, obs *podObserved, policy corev1.RestartPolicy) bool {
+	for i := range pod.Spec.Containers {
+		l := obs.latest(pod.Spec.Containers[i].Name)
+		if l == nil || l.State == stateRunning || shouldRestart(policy, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // planStop stops a pod that is being deleted, is gone from the API or
@@ -272,11 +313,14 @@ func planStop(p *plan, in planInput) {
 		if g := pod.DeletionGracePeriodSeconds; g != nil && *g < 1 {
 			grace = minGrace
 		}
+	case p.DeadlineExceeded:
+		reason = "the pod ran past its activeDeadlineSeconds"
+		grace = podGrace(pod)
 	default:
 		reason = "the pod is " + string(pod.Status.Phase)
 		grace = podGrace(pod)
 	}
-	killRunning(p, obs, grace, reason)
+	killRunning(p, in.Pod, obs, grace, reason)
 	for _, s := range obs.Sandboxes {
 		if s.Ready {
 			p.add(action{Kind: actStopSandbox, SandboxID: s.ID, Reason: reason})
@@ -285,51 +329,11 @@ func planStop(p *plan, in planInput) {
 	p.Stopped = len(p.Actions) == 0
 }
 
-func killRunning(p *plan, obs *podObserved, grace time.Duration, reason string) {
-	for _, c := range obs.running() {
-		p.add(action{Kind: actKillContainer, Container: c.Name, ContainerID: c.ID, Grace: grace, Reason: reason})
-	}
-}
-
 func sandboxReason(sb *observedSandbox) string {
 	if sb == nil {
 		return "the pod has no sandbox"
 	}
 	return "the pod sandbox is not ready"
-}
-
-type initResult int
-
-const (
-	initDone initResult = iota
-	initPending
-	initFailed
-)
-
-// planInit runs the init containers one at a time, in order; a new
-// sandbox runs them all again, so only instances in the current one
-// count.
-func planInit(p *plan, in planInput, sandboxID string, grace time.Duration) initResult {
-	pod, obs := in.Pod, &in.Observed
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		l := obs.latestIn(c.Name, sandboxID)
-		switch {
-		case l == nil:
-			planStart(p, in, c, true, sandboxID)
-			return initPending
-		case l.State == stateRunning:
-			return initPending
-		case l.State == stateExited && l.ExitCode == 0:
-			continue
-		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever && l.State == stateExited:
-			return initFailed
-		default:
-			planStart(p, in, c, true, sandboxID)
-			return initPending
-		}
-	}
-	return initDone
 }
 
 // shouldRestart: a container that is not running starts again, as the
@@ -457,6 +461,29 @@ func podGrace(pod *corev1.Pod) time.Duration {
 	}
 	return 30 * time.Second
 }
+
+// activeDeadline is when pod has been active for its
+// activeDeadlineSeconds, counted from its status's startTime, else from
+// started (the start the kubelet gave it and the API may not show yet);
+// ok is false without a deadline or a start.
+func activeDeadline(pod *corev1.Pod, started time.Time) (time.Time, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return time.Time{}, false
+	}
+	if pod.Status.StartTime != nil {
+		started = pod.Status.StartTime.Time
+	}
+	if started.IsZero() {
+		return time.Time{}, false
+	}
+	return started.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second), true
+}
+
+// Upstream's words for a pod past its active deadline.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
 
 // podIsTerminal: the API says the pod is over; nothing of it starts again.
 func podIsTerminal(pod *corev1.Pod) bool {

@@ -42,9 +42,10 @@ import (
 //
 // Handlers: exec (CRI ExecSync), httpGet (HTTP or HTTPS without
 // verification; 200–399 is success; a redirect to another host is not
-// followed and counts as success) and tcpSocket. httpGet and tcpSocket
-// dial the pod's IP (or httpGet.host); a pod with no IP fails them with
-// "pod has no IP". grpc probes are not done yet (they fail, saying so).
+// followed and counts as success), tcpSocket and grpc (probe_grpc.go:
+// grpc.health.v1). httpGet, tcpSocket and grpc dial the pod's IP — the
+// node's for a hostNetwork pod — (or httpGet.host / tcpSocket.host); a
+// pod with no IP fails them with "pod has no IP".
 
 // probeType is which probe.
 type probeType int
@@ -213,9 +214,16 @@ type probeManager struct {
 	mu      sync.Mutex
 	workers map[probeKey]*runningProbe
 	results map[probeKey]probeResult
-	// kills holds the message of containers killed by a failed probe,
-	// for their terminated state.
-	kills map[string]string
+	// kills holds the containers a failed probe has the kubelet kill:
+	// why (for their terminated state) and which probe.
+	kills map[string]probeKill
+}
+
+// probeKill is a container to kill for a failed liveness or startup
+// probe.
+type probeKill struct {
+	Message string
+	Type    probeType
 }
 
 type runningProbe struct {
@@ -224,7 +232,7 @@ type runningProbe struct {
 }
 
 func newProbeManager() *probeManager {
-	return &probeManager{workers: map[probeKey]*runningProbe{}, results: map[probeKey]probeResult{}, kills: map[string]string{}}
+	return &probeManager{workers: map[probeKey]*runningProbe{}, results: map[probeKey]probeResult{}, kills: map[string]probeKill{}}
 }
 
 // result is the current value of probe key (its initial one if none).
@@ -249,8 +257,8 @@ func (m *probeManager) snapshot(ids []string) (map[probeKey]probeResult, map[str
 				res[probeKey{id, t}] = r
 			}
 		}
-		if msg, ok := m.kills[id]; ok {
-			kills[id] = msg
+		if pk, ok := m.kills[id]; ok {
+			kills[id] = pk.Message
 		}
 	}
 	return res, kills
@@ -277,15 +285,7 @@ func probeReady(c *corev1.Container, id string, results map[probeKey]probeResult
 func (k *Kubelet) syncProbes(uid types.UID, pod *corev1.Pod, obs podObserved) {
 	want := map[probeKey]func(context.Context){}
 	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) {
-		podIP := ""
-		if sb := obs.latestSandbox(); sb != nil && len(sb.IPs) > 0 {
-			podIP = sb.IPs[0]
-		}
-		if pod.Spec.HostNetwork {
-			if ips := k.hostIPs(); len(ips) > 0 {
-				podIP = ips[0]
-			}
-		}
+		podIP := k.podIP(pod, obs.latestSandbox().ipsOrNil())
 		for _, oc := range obs.running() {
 			c := findContainer(pod, oc.Name)
 			if c == nil {
@@ -364,7 +364,7 @@ func (k *Kubelet) newProbeWorker(pod *corev1.Pod, c *corev1.Container, oc *obser
 		if s.Current == probeFailure && t != probeReadiness {
 			// As upstream: the container is killed and restarted; this
 			// instance is not probed again.
-			k.probes.kills[oc.ID] = fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(t.String()))
+			k.probes.kills[oc.ID] = probeKill{Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, strings.ToLower(t.String())), Type: t}
 			keep = false
 		}
 		if s.Current == probeSuccess && t == probeStartup {
@@ -381,13 +381,32 @@ func (k *Kubelet) newProbeWorker(pod *corev1.Pod, c *corev1.Container, oc *obser
 // probeKills are the kill actions for running containers a liveness or
 // startup probe failed, with upstream's Killing message.
 func (k *Kubelet) probeKills(pod *corev1.Pod, obs podObserved) []action {
-	var out []action
 	k.probes.mu.Lock()
-	defer k.probes.mu.Unlock()
+	kills := make(map[string]probeKill, len(k.probes.kills))
+	for id, pk := range k.probes.kills {
+		kills[id] = pk
+	}
+	k.probes.mu.Unlock()
+	return probeKillActions(pod, &obs, kills)
+}
+
+// probeKillActions kills the running containers of kills (pure): within
+// the failed probe's terminationGracePeriodSeconds if it has one, else
+// the pod's.
+func probeKillActions(pod *corev1.Pod, obs *podObserved, kills map[string]probeKill) []action {
+	var out []action
 	for _, oc := range obs.running() {
-		if msg, ok := k.probes.kills[oc.ID]; ok {
-			out = append(out, action{Kind: actKillContainer, Container: oc.Name, ContainerID: oc.ID, Grace: podGrace(pod), Reason: "a probe failed", Message: msg})
+		pk, ok := kills[oc.ID]
+		if !ok {
+			continue
 		}
+		grace := podGrace(pod)
+		if c := findContainer(pod, oc.Name); c != nil {
+			if spec := probeSpec(c, pk.Type); spec != nil && spec.TerminationGracePeriodSeconds != nil {
+				grace = max(time.Duration(*spec.TerminationGracePeriodSeconds)*time.Second, minGrace)
+			}
+		}
+		out = append(out, action{Kind: actKillContainer, Container: oc.Name, ContainerID: oc.ID, Grace: grace, Reason: "a probe failed", Message: pk.Message})
 	}
 	return out
 }
@@ -402,7 +421,7 @@ func (k *Kubelet) runProbe(ctx context.Context, p *corev1.Probe, c *corev1.Conta
 	case p.TCPSocket != nil:
 		return tcpProbe(ctx, p.TCPSocket, c, podIP, timeout)
 	case p.GRPC != nil:
-		return probeFailure, "grpc probes are not supported by this kubelet yet"
+		return grpcProbe(ctx, p.GRPC, podIP, timeout)
 	}
 	return probeUnknown, "the probe has no handler"
 }
@@ -447,44 +466,13 @@ func probePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
 }
 
 func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string, timeout time.Duration) (probeResult, string) {
-	port, err := probePort(g.Port, c)
-	if err != nil {
-		return probeFailure, err.Error()
-	}
-	host := g.Host
-	if host == "" {
-		host = podIP
-	}
-	if host == "" {
-		return probeFailure, "pod has no IP"
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	if pu, err := url.Parse(path); err == nil {
-		u.Path, u.RawQuery = pu.Path, pu.RawQuery
-	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u.String(), nil)
+	req, err := newHTTPGetRequest(cctx, g, c, podIP, "kube-probe/"+userAgentVersion)
 	if err != nil {
 		return probeFailure, err.Error()
 	}
-	req.Header.Set("User-Agent", "kube-probe/1.33")
-	req.Header.Set("Accept", "*/*")
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
+	host := req.URL.Hostname()
 	client := &http.Client{
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
@@ -505,6 +493,60 @@ func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container
 		return probeSuccess, ""
 	}
 	return probeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode) + trimBody(body[:n])
+}
+
+// userAgentVersion is the major.minor of Version, for kube-probe/ and
+// kube-lifecycle/ user agents.
+var userAgentVersion = func() string {
+	parts := strings.SplitN(strings.TrimPrefix(Version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return Version
+	}
+	return parts[0] + "." + parts[1]
+}()
+
+// newHTTPGetRequest is the request of an httpGet probe or hook of
+// container c: to g.Host, else the pod's IP; the port by number or by
+// the name of one of c's ports; g's headers (a Host header sets the
+// request's host).
+func newHTTPGetRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP, userAgent string) (*http.Request, error) {
+	port, err := probePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	if host == "" {
+		return nil, errors.New("pod has no IP")
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	if pu, err := url.Parse(path); err == nil {
+		u.Path, u.RawQuery = pu.Path, pu.RawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+	for _, h := range g.HTTPHeaders {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	return req, nil
 }
 
 func trimBody(b []byte) string {

@@ -59,6 +59,14 @@ type observedSandbox struct {
 	IPs       []string // the first is the primary
 }
 
+// ipsOrNil is the sandbox's IPs (nil for no sandbox).
+func (s *observedSandbox) ipsOrNil() []string {
+	if s == nil {
+		return nil
+	}
+	return s.IPs
+}
+
 // podObserved is everything the runtime holds for one pod UID: its
 // sandboxes and containers, each newest first.
 type podObserved struct {
@@ -130,6 +138,15 @@ func (o *podObserved) running() []*observedContainer {
 		if o.Containers[i].State == stateRunning {
 			out = append(out, &o.Containers[i])
 		}
+	}
+	return out
+}
+
+// ids lists the IDs of every container instance.
+func (o *podObserved) ids() []string {
+	out := make([]string, len(o.Containers))
+	for i := range o.Containers {
+		out[i] = o.Containers[i].ID
 	}
 	return out
 }

@@ -21,9 +21,12 @@ import (
 //     again is Waiting (CrashLoopBackOff, ...) with the exit as its
 //     lastState; one that exited for good is Terminated (Completed,
 //     Error, OOMKilled);
-//   - the phase is Pending until init containers finished and no
-//     container waits for its first start, Running while any runs or
-//     will restart, then Succeeded (all exited 0) or Failed;
+//   - the phase is Pending until init containers finished (sidecars
+//     started) and no container waits for its first start, Running
+//     while any runs or will restart, then Succeeded (all exited 0) or
+//     Failed — sidecars' exits never count;
+//   - a sidecar's started and ready come from its probes, as a main
+//     container's; its readiness is part of ContainersReady and Ready;
 //   - a pod the kubelet stopped for good (deleted) is terminal: Running
 //     becomes Failed unless every container exited 0;
 //   - conditions PodReadyToStartContainers, Initialized, ContainersReady
@@ -46,6 +49,9 @@ type statusInput struct {
 	// KillMessages: why the kubelet killed a container (a failed probe),
 	// by container ID, for its terminated state.
 	KillMessages map[string]string
+	// Reason and Message, when set, fail the pod with them (upstream's
+	// evictions and DeadlineExceeded).
+	Reason, Message string
 }
 
 // Conditions the kubelet owns.
@@ -109,11 +115,17 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
 	st.Phase = podPhase(pod, &st, in.Terminated)
+	if in.Reason != "" {
+		st.Phase = corev1.PodFailed
+	}
 	if podIsTerminal(pod) {
 		st.Phase = old.Phase // terminal never goes back
 	}
 	st.Conditions = podConditions(in, &st, sb)
 	st.Reason, st.Message = old.Reason, old.Message
+	if in.Reason != "" && !podIsTerminal(pod) {
+		st.Reason, st.Message = in.Reason, in.Message
+	}
 	return st
 }
 
@@ -145,10 +157,12 @@ func containerStatuses(in statusInput, specs []corev1.Container, old []corev1.Co
 				cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(l.StartedAt)}
 				started, ready := probeReady(c, l.ID, in.Probes)
 				cs.Started = ptr.To(started)
-				cs.Ready = !init && ready
+				// A running init container is not ready, but a sidecar
+				// is as its probes say.
+				cs.Ready = (!init || isSidecar(c)) && ready
 			case l.State == stateExited && !waitingNow:
 				cs.State.Terminated = terminatedState(in.RuntimeName, l)
-				cs.Ready = init && l.ExitCode == 0
+				cs.Ready = init && !isSidecar(c) && l.ExitCode == 0
 			default:
 				if !waitingNow {
 					w = waiting{Reason: reasonContainerCreating}
@@ -203,10 +217,30 @@ func terminatedState(runtimeName string, c *observedContainer) *corev1.Container
 }
 
 // podPhase is upstream's getPhase over the statuses just computed.
+// Sidecars count as running containers while they run, hold the pod
+// Pending until they started (before the pod was first initialized),
+// and their exits do not count: a sidecar stopped at the end of a pod
+// does not fail it.
 func podPhase(pod *corev1.Pod, st *corev1.PodStatus, terminated bool) corev1.PodPhase {
 	policy := pod.Spec.RestartPolicy
 	initPending, initFailed := false, false
-	for _, cs := range st.InitContainerStatuses {
+	sidecarsPending, sidecarsRunning, sidecarsWaiting := false, 0, 0
+	for i, cs := range st.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			switch {
+			case cs.State.Running != nil:
+				if cs.Started == nil || !*cs.Started {
+					sidecarsPending = true
+				}
+				sidecarsRunning++
+			case cs.State.Terminated != nil, cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+				// Exits of sidecars do not make the phase.
+			default:
+				sidecarsPending = true
+				sidecarsWaiting++
+			}
+			continue
+		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 		case cs.State.Terminated != nil:
@@ -252,12 +286,15 @@ func podPhase(pod *corev1.Pod, st *corev1.PodStatus, terminated bool) corev1.Pod
 			return corev1.PodFailed
 		}
 	}
+	// The pod was initialized once a main container runs; a sidecar
+	// restarting after that does not make it Pending again.
+	initialized := running > 0
 	switch {
-	case initPending:
+	case initPending, sidecarsPending && !initialized:
 		return corev1.PodPending
-	case waitingN > 0:
+	case waitingN+sidecarsWaiting > 0:
 		return corev1.PodPending
-	case running > 0:
+	case running+sidecarsRunning > 0:
 		return corev1.PodRunning
 	case stopped > 0:
 		switch {
@@ -304,20 +341,39 @@ func podConditions(in statusInput, st *corev1.PodStatus, sb *observedSandbox) []
 
 	set(corev1.PodReadyToStartContainers, sb != nil && sb.Ready && !terminal, "", "")
 
-	var notInit []string
-	for _, cs := range st.InitContainerStatuses {
+	// Initialized: every regular init container exited 0 and every
+	// sidecar started — or a main container already ran, so a sidecar
+	// restarting later does not undo it.
+	var notInit, sidecars []string
+	for i, cs := range st.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			sidecars = append(sidecars, cs.Name)
+			if cs.Started == nil || !*cs.Started {
+				notInit = append(notInit, cs.Name)
+			}
+			continue
+		}
 		if !(cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0) {
 			notInit = append(notInit, cs.Name)
 		}
 	}
-	initOK := len(notInit) == 0 || (st.Phase == corev1.PodSucceeded)
+	mainStarted := slices.ContainsFunc(st.ContainerStatuses, func(cs corev1.ContainerStatus) bool {
+		return cs.State.Running != nil || cs.State.Terminated != nil
+	})
+	initOK := len(notInit) == 0 || st.Phase == corev1.PodSucceeded || mainStarted
 	if !initOK {
 		set(corev1.PodInitialized, false, "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " ")))
 	} else {
 		set(corev1.PodInitialized, true, "", "")
 	}
 
+	// Sidecars' readiness counts, before the main containers'.
 	var unready []string
+	for _, cs := range st.InitContainerStatuses {
+		if slices.Contains(sidecars, cs.Name) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
 			unready = append(unready, cs.Name)

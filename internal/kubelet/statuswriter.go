@@ -27,6 +27,12 @@ func statusBytes(st *corev1.PodStatus) []byte {
 // writeStatus computes pod's status from obs and writes it if it
 // changed. On a conflict it reads the pod again and retries.
 func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObserved, waits map[string]waiting, terminated bool) error {
+	return k.writeFailure(ctx, pod, obs, waits, terminated, "", "")
+}
+
+// writeFailure is writeStatus, failing the pod with reason and message
+// when reason is set.
+func (k *Kubelet) writeFailure(ctx context.Context, pod *corev1.Pod, obs podObserved, waits map[string]waiting, terminated bool, reason, message string) error {
 	pods := k.client().CoreV1().Pods(pod.Namespace)
 	var ids []string
 	for _, c := range obs.Containers {
@@ -35,7 +41,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, obs podObser
 	probes, kills := k.probes.snapshot(ids)
 	for try := 0; ; try++ {
 		st := computeStatus(statusInput{Pod: pod, Observed: obs, Waiting: waits, Now: k.cfg.Clock.Now(), HostIPs: k.hostIPs(),
-			RuntimeName: k.runtimeName, Terminated: terminated, Probes: probes, KillMessages: kills})
+			RuntimeName: k.runtimeName, Terminated: terminated, Probes: probes, KillMessages: kills, Reason: reason, Message: message})
 		// The kubelet's own view, newer than its informer's (logs read it).
 		k.statuses.Store(pod.UID, &st)
 		if string(statusBytes(&st)) == string(statusBytes(&pod.Status)) {

@@ -138,7 +138,9 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 	if pod != nil && pod.DeletionTimestamp == nil && !podIsTerminal(pod) && !k.admit(ctx, pod, obs) {
 		return false, 0 // rejected: its status says why, for good
 	}
-	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod)}
+	probes, _ := k.probes.snapshot(obs.ids())
+	in := planInput{Pod: pod, Observed: obs, Now: k.cfg.Clock.Now(), Backoff: w.backoff, ImagePresent: k.imagesPresent(ctx, pod), Probes: probes,
+		StartTime: k.startTime(w.uid)}
 	p := computePlan(in)
 	if !p.Stopping {
 		// Containers a liveness or startup probe failed are killed
@@ -153,6 +155,14 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 			k.event(pod, c, "Normal", eventBackOff, "Back-off pulling image %q", findContainer(pod, c).Image)
 		case reasonErrImageNeverPull, reasonInvalidImageName:
 			k.event(pod, c, "Warning", wt.Reason, "%s", wt.Message)
+		}
+	}
+	if p.DeadlineExceeded {
+		// As upstream: the pod fails at once, then its containers stop.
+		k.event(pod, "", "Normal", reasonDeadlineExceeded, messageDeadlineExceeded)
+		log.Info("pod ran past its activeDeadlineSeconds", "deadline", *pod.Spec.ActiveDeadlineSeconds)
+		if err := k.writeFailure(ctx, pod, obs, p.Waiting, false, reasonDeadlineExceeded, messageDeadlineExceeded); err != nil {
+			return false, errorRetry
 		}
 	}
 	if !p.Stopping {
@@ -184,7 +194,11 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 		}
 		if pod.DeletionTimestamp == nil {
 			// Terminal: the final status stays; containers stay for logs.
-			k.writeStatus(ctx, pod, obs, nil, false)
+			reason, message := "", ""
+			if again.DeadlineExceeded {
+				reason, message = reasonDeadlineExceeded, messageDeadlineExceeded
+			}
+			k.writeFailure(ctx, pod, obs, nil, false, reason, message)
 			return false, 0
 		}
 		if err := k.writeStatus(ctx, pod, obs, nil, true); err != nil {
@@ -214,6 +228,18 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, cancel context.Canc
 		}
 	}
 	return false, after
+}
+
+// startTime is the start the kubelet gave pod uid in its last status,
+// or now for a pod it has not written yet (this sync's status will say
+// now).
+func (k *Kubelet) startTime(uid types.UID) time.Time {
+	if v, ok := k.statuses.Load(uid); ok {
+		if st := v.(*corev1.PodStatus); st.StartTime != nil {
+			return st.StartTime.Time
+		}
+	}
+	return k.cfg.Clock.Now()
 }
 
 // deleting reports whether the API's pod uid is being deleted or gone.
@@ -286,6 +312,10 @@ func (k *Kubelet) cleanupPod(uid string) {
 	}
 	if err := removePodCgroups(k.cfg.CgroupRoot, uid); err != nil {
 		k.cfg.Logger.Warn("remove pod cgroup", "uid", uid, "err", err)
+	}
+	// The burstable class's shares follow the pods that remain.
+	if err := k.podCgroups(nil); err != nil {
+		k.cfg.Logger.Warn("QoS cgroups", "err", err)
 	}
 }
 
