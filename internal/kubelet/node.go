@@ -302,48 +302,74 @@ func (k *Kubelet) adoptNode(ctx context.Context, f nodeFigures, now time.Time) (
 
 // nodeStatusLoop posts the node's status when it changed, or when
 // NodeStatusReportFrequency passed.
+//
+// Until the node is first Ready it looks every 100 ms instead, as
+// upstream's kubelet does at start (fastStatusUpdateOnce): a node whose
+// runtime network comes up a moment after registration (it waits for its
+// pod CIDR) turns Ready then, not a whole period later.
 func (k *Kubelet) nodeStatusLoop(ctx context.Context) {
-	t := k.cfg.Clock.NewTicker(k.cfg.NodeStatusUpdateFrequency)
-	defer t.Stop()
+	const fast = 100 * time.Millisecond
+	beenReady := false
 	for {
+		interval := k.cfg.NodeStatusUpdateFrequency
+		if !beenReady {
+			interval = min(fast, interval)
+		}
+		t := k.cfg.Clock.NewTimer(interval)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		}
-		if err := k.syncNodeStatus(ctx); err != nil && ctx.Err() == nil {
+		ready, err := k.syncNodeStatus(ctx)
+		if err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("node status", "err", err)
 		}
+		beenReady = beenReady || ready
 	}
 }
 
-func (k *Kubelet) syncNodeStatus(ctx context.Context) error {
+// syncNodeStatus posts the node's status if it changed or is due, and
+// says whether the node is Ready.
+func (k *Kubelet) syncNodeStatus(ctx context.Context) (ready bool, err error) {
 	nodes := k.client().CoreV1().Nodes()
 	node, err := nodes.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		// Deleted under us: register again, as a kubelet whose Node
 		// went missing does.
-		return k.registerNode(ctx)
+		return false, k.registerNode(ctx)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	now := k.cfg.Clock.Now()
 	want := k.nodeStatus(node.Status, k.measure(ctx), now)
+	ready = nodeReady(&want)
 	k.nodeMu.Lock()
 	due := now.Sub(k.lastPost) >= k.cfg.NodeStatusReportFrequency
 	k.nodeMu.Unlock()
 	if !due && !nodeStatusChanged(&node.Status, &want) {
-		return nil
+		return ready, nil
 	}
 	node.Status = want
 	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("post node status: %w", err)
+		return false, fmt.Errorf("post node status: %w", err)
 	}
 	k.nodeMu.Lock()
 	k.lastPost = now
 	k.nodeMu.Unlock()
-	return nil
+	return ready, nil
+}
+
+// nodeReady reads the Ready condition of a status.
+func nodeReady(st *corev1.NodeStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // leaseState is the lease as last written: renewals need no read.
