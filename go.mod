@@ -38,6 +38,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/miekg/dns v1.1.73 // indirect
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
