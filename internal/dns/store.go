@@ -242,8 +242,8 @@ func (ix *index) deleteSlice(key string) {
 
 type serviceStore struct{ *index }
 
-func (st serviceStore) Add(obj any) error    { return st.Update(obj) }
-func (st serviceStore) Resync() error        { return nil }
+func (st serviceStore) Add(obj any) error { return st.Update(obj) }
+func (st serviceStore) Resync() error     { return nil }
 func (st serviceStore) Update(obj any) error {
 	if s, ok := obj.(*corev1.Service); ok {
 		st.mu.Lock()
@@ -279,8 +279,8 @@ func (st serviceStore) Replace(objs []any, _ string) error {
 
 type sliceStore struct{ *index }
 
-func (st sliceStore) Add(obj any) error    { return st.Update(obj) }
-func (st sliceStore) Resync() error        { return nil }
+func (st sliceStore) Add(obj any) error { return st.Update(obj) }
+func (st sliceStore) Resync() error     { return nil }
 func (st sliceStore) Update(obj any) error {
 	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
 		st.mu.Lock()
@@ -317,8 +317,8 @@ func (st sliceStore) Replace(objs []any, _ string) error {
 
 type namespaceStore struct{ *index }
 
-func (st namespaceStore) Add(obj any) error    { return st.Update(obj) }
-func (st namespaceStore) Resync() error        { return nil }
+func (st namespaceStore) Add(obj any) error { return st.Update(obj) }
+func (st namespaceStore) Resync() error     { return nil }
 func (st namespaceStore) Update(obj any) error {
 	if n, ok := obj.(*corev1.Namespace); ok {
 		st.mu.Lock()
