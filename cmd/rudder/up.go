@@ -75,6 +75,8 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 type agentFlags struct {
 	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir string
 	kubeletPort                                               int
+	dnsAddr, clusterDNS, clusterDomain                        string
+	dnsUpstreams                                              []string
 }
 
 func (af *agentFlags) register(cmd *cobra.Command) {
@@ -86,6 +88,10 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.ociRuntime, "oci-runtime", "runc", "the OCI runtime rudder's runtime starts containers with")
 	f.StringVar(&af.podLogsDir, "pod-logs-dir", "/var/log/pods", "where container logs are written, one directory per pod")
 	f.IntVar(&af.kubeletPort, "kubelet-port", 10250, "the kubelet API's port (0 picks a free one)")
+	f.StringVar(&af.dnsAddr, "dns-addr", "", "run the cluster DNS server on this address, UDP and TCP (e.g. <node-ip>:53), listed in the kube-dns Service's endpoints (default: off)")
+	f.StringSliceVar(&af.dnsUpstreams, "dns-upstream", nil, "resolvers the cluster DNS forwards other names to, ip[:port] (default: the host's /etc/resolv.conf)")
+	f.StringVar(&af.clusterDNS, "cluster-dns", agent.DefaultClusterDNS, "the nameserver of pods with dnsPolicy ClusterFirst (the kube-dns Service)")
+	f.StringVar(&af.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -101,6 +107,10 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 	if ip == nil {
 		return agent.Config{}, fmt.Errorf("--node-ip %q is not an IP address", af.nodeIP)
 	}
+	clusterDNS := net.ParseIP(af.clusterDNS)
+	if clusterDNS == nil {
+		return agent.Config{}, fmt.Errorf("--cluster-dns %q is not an IP address", af.clusterDNS)
+	}
 	return agent.Config{
 		NodeName:        name,
 		NodeIP:          ip,
@@ -110,5 +120,9 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		OCIRuntime:      af.ociRuntime,
 		PodLogsDir:      af.podLogsDir,
 		KubeletPort:     af.kubeletPort,
+		DNSAddr:         af.dnsAddr,
+		DNSUpstreams:    af.dnsUpstreams,
+		ClusterDNS:      clusterDNS,
+		ClusterDomain:   af.clusterDomain,
 	}, nil
 }

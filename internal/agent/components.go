@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -128,6 +129,8 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 		ServingCert:     cfg.Credentials.ServingCert,
 		ClientCAs:       cfg.Credentials.ClientCAs,
 		CgroupRoot:      a.host.OwnCgroup,
+		ClusterDNS:      []net.IP{cfg.ClusterDNS},
+		ClusterDomain:   cfg.ClusterDomain,
 	})
 	if err != nil {
 		return err
@@ -135,6 +138,9 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 	a.run("kubelet", func() error { return k.Run(ctx) })
 	select {
 	case <-k.Ready():
+		if cfg.DNSAddr != "" {
+			return a.startDNS(ctx, client)
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

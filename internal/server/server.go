@@ -341,7 +341,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, append(bootstrapObjects(svcNet.FirstIP(), port), clusterInfo...)); err != nil {
+	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), port), clusterInfo...), dnsRBACObjects()...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -400,7 +400,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.startControllers(ctx, cfg, port)
 	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), port),
-		ip: advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second}
+		dnsService: kubeDNSServiceObject(svcNet.DNSIP()),
+		ip:         advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second}
 	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {

@@ -36,6 +36,11 @@ type systemObjects struct {
 	namespaces []string
 	// service is the kubernetes Service as a new one is created.
 	service *corev1.Service
+	// dnsService is kube-system/kube-dns, created when missing (nil: the
+	// service network has no room for it).
+	dnsService *corev1.Service
+	// dnsWarned keeps a kube-dns that cannot be created to one warning.
+	dnsWarned bool
 	// ip and port are the API server's advertised address, which the
 	// Endpoints and the EndpointSlice name; with no ip they are not kept
 	// (a server on loopback has no address pods could use, and upstream's
@@ -101,6 +106,7 @@ func (o *systemObjects) reconcile(ctx context.Context) error {
 	if err := o.reconcileService(ctx); err != nil {
 		return err
 	}
+	o.reconcileDNSService(ctx)
 	if o.ip == nil {
 		return nil
 	}
