@@ -63,7 +63,8 @@ func parseName(name, zone string) (recordRequest, error) {
 	if base == "" || base == "svc" || base == "pod" {
 		return r, nil // the apex and the two subtrees: NODATA
 	}
-	segs := dns.SplitDomainName(base)
+	var buf [6]string
+	segs := splitLabels(base, buf[:0])
 	last := len(segs) - 1
 	r.podOrSvc = segs[last]
 	if r.podOrSvc != "pod" && r.podOrSvc != "svc" {
@@ -90,6 +91,22 @@ func parseName(name, zone string) (recordRequest, error) {
 		return r, errName // too long
 	}
 	return r, nil
+}
+
+// splitLabels appends base's labels to out; dns.SplitDomainName, without
+// allocating for the short names of the cluster zone.
+func splitLabels(base string, out []string) []string {
+	if strings.IndexByte(base, '\\') >= 0 {
+		return dns.SplitDomainName(base) // escaped dots: the library's parse
+	}
+	for {
+		i := strings.IndexByte(base, '.')
+		if i < 0 {
+			return append(out, base)
+		}
+		out = append(out, base[:i])
+		base = base[i+1:]
+	}
 }
 
 // trimZone is name without its last labels that make zone ("" for the

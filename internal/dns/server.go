@@ -254,7 +254,7 @@ func (s *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 
 // answer routes r to the cluster zones or the forwarder; w scrubs.
 func (s *Server) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) {
-	if zone := s.kube.matchZone(r.Question[0].Name); zone != "" {
+	if zone := s.kube.matchZone(strings.ToLower(r.Question[0].Name)); zone != "" {
 		rcode, written, next := s.kube.serve(ctx, w, r, zone)
 		if !next {
 			if !written {
