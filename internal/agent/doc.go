@@ -17,7 +17,14 @@
 //  3. the runtime serves CRI on <Dir>/../cri.sock (unless another runtime
 //     is named), re-adopting the containers it left running;
 //  4. the kubelet registers the node, renews its lease and runs the pods
-//     bound to it.
+//     bound to it;
+//  5. with Config.DNSAddr, the cluster DNS server (internal/dns) serves on
+//     that address as the node, and the node lists it in the kube-dns
+//     Service's endpoints: an EndpointSlice kube-system/kube-dns-<node>
+//     (managed-by dns.rudder.dev) kept while the agent runs and deleted
+//     when it stops (dns.go). Pods' resolv.conf names the kube-dns
+//     Service's IP (Config.ClusterDNS, 10.96.0.10), which the service
+//     proxy sends to those endpoints.
 //
 // Stop ends the kubelet, then the runtime; containers keep running (their
 // monitors hold them) and the next start adopts them.
