@@ -161,6 +161,13 @@ var goldenQueries = []struct {
 	{"big.example.", dns.TypeTXT, "udp", false},
 	{"big.example.", dns.TypeTXT, "tcp", false},
 	{"cluster.local.", dns.TypeAXFR, "tcp", false},
+	{"web.ns1.svc.cluster.local.", dns.TypeA, "udp-edns", false},
+	{"missing.ns1.svc.cluster.local.", dns.TypeA, "udp-edns", false},
+	{"ext.ns1.svc.cluster.local.", dns.TypeA, "tcp", false},
+	{"example.com.", dns.TypeA, "udp-edns", false},
+	{"big.example.", dns.TypeTXT, "udp-edns", false},
+	{"db.ns1.svc.cluster.local.", dns.TypeSRV, "tcp", false},
+	{"version.bind.", dns.TypeTXT, "udp", false},
 }
 
 // fakeUpstream is the node's resolver in tests: example.com has an
