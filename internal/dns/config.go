@@ -84,12 +84,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	c.Logger = c.Logger.With("component", "dns")
-	for i, u := range c.Upstreams {
+	ups := make([]string, 0, len(c.Upstreams))
+	for _, u := range c.Upstreams {
 		n, err := normalizeUpstream(u)
 		if err != nil {
 			return c, err
 		}
-		c.Upstreams[i] = n
+		ups = append(ups, n)
 	}
+	c.Upstreams = ups
 	return c, nil
 }

@@ -237,3 +237,36 @@ func TestFlood(t *testing.T) {
 		t.Errorf("after the flood: %v", r)
 	}
 }
+
+// TestConfigErrors: settings that cannot work are refused with a clear
+// error and leave no socket bound.
+func TestConfigErrors(t *testing.T) {
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	c := fake.NewClientset()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no client", Config{Addrs: []string{"127.0.0.1:0"}}},
+		{"no address", Config{Client: c}},
+		{"bad address", Config{Client: c, Addrs: []string{"nowhere"}}},
+		{"address in use", Config{Client: c, Addrs: []string{"127.0.0.1:0", busy.LocalAddr().String()}, Upstreams: []string{"127.0.0.1"}}},
+		{"bad domain", Config{Client: c, Addrs: []string{"127.0.0.1:0"}, ClusterDomain: "bad..domain"}},
+		{"bad upstream", Config{Client: c, Addrs: []string{"127.0.0.1:0"}, Upstreams: []string{"resolver.example"}}},
+		{"bad upstream port", Config{Client: c, Addrs: []string{"127.0.0.1:0"}, Upstreams: []string{"127.0.0.1:99999"}}},
+		{"TTL too long", Config{Client: c, Addrs: []string{"127.0.0.1:0"}, TTL: 86400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(tc.cfg)
+			if err == nil {
+				s.close()
+				t.Fatal("accepted")
+			}
+			t.Log(err)
+		})
+	}
+}
