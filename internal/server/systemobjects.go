@@ -64,11 +64,14 @@ func (o *systemObjects) run(ctx context.Context) {
 	all := informers.NewSharedInformerFactory(o.client, 0)
 	named := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(metav1.NamespaceDefault),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "metadata.name=" + kubernetesService }))
+	dnsNamed := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "metadata.name=" + kubeDNSService }))
 	for _, inf := range []cache.SharedIndexInformer{
 		all.Core().V1().Namespaces().Informer(),
 		named.Core().V1().Services().Informer(),
 		named.Core().V1().Endpoints().Informer(),
 		named.Discovery().V1().EndpointSlices().Informer(),
+		dnsNamed.Core().V1().Services().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(onDelete); err != nil {
 			slog.Error("system objects: watch", "err", err)
@@ -76,8 +79,10 @@ func (o *systemObjects) run(ctx context.Context) {
 	}
 	all.Start(ctx.Done())
 	named.Start(ctx.Done())
+	dnsNamed.Start(ctx.Done())
 	defer all.Shutdown()
 	defer named.Shutdown()
+	defer dnsNamed.Shutdown()
 
 	timer := time.NewTicker(o.interval)
 	defer timer.Stop()
