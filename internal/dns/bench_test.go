@@ -26,7 +26,7 @@ func (w *packWriter) WriteMsg(m *dns.Msg) error {
 }
 
 // benchServer is a server over 1,000 services, fed directly (no API).
-func benchServer(b *testing.B) *Server {
+func benchServer(b testing.TB) *Server {
 	s, err := New(Config{Client: fake.NewClientset(), Addrs: []string{"127.0.0.1:0"}, Upstreams: []string{"127.0.0.1:1"}})
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
@@ -268,5 +269,42 @@ func TestConfigErrors(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestMutatedQueries: every message that unpacks from a randomly damaged
+// query is answered without a panic.
+func TestMutatedQueries(t *testing.T) {
+	s := benchServer(t)
+	ix := s.ix
+	namespaceStore{ix}.Update(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var seeds [][]byte
+	for _, q := range goldenQueries {
+		m := new(dns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		m.SetEdns0(1232, true)
+		b, _ := m.Pack()
+		seeds = append(seeds, b)
+	}
+	answered := 0
+	for i := range 20000 {
+		b := append([]byte(nil), seeds[i%len(seeds)]...)
+		for range 1 + rng.IntN(4) {
+			b[rng.IntN(len(b))] = byte(rng.IntN(256))
+		}
+		m := new(dns.Msg)
+		if m.Unpack(b) != nil {
+			continue
+		}
+		w := &captureWriter{ResponseWriter: fakeWriter{}}
+		s.ServeDNS(context.Background(), w, m)
+		answered++
+	}
+	if n := s.panics.Load(); n > 0 {
+		t.Fatalf("%d queries panicked", n)
+	}
+	if answered < 1000 {
+		t.Fatalf("only %d mutated queries unpacked", answered)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -30,6 +31,9 @@ type Server struct {
 	udp     []net.PacketConn
 	tcp     []net.Listener
 	servers []*dns.Server
+	// panics counts queries that panicked (answered SERVFAIL); tests
+	// check it stays 0.
+	panics atomic.Int64
 }
 
 // New binds every address on UDP and TCP. Nothing is answered until Run.
@@ -237,6 +241,7 @@ func (s *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	}
 	defer func() {
 		if rec := recover(); rec != nil {
+			s.panics.Add(1)
 			s.log.Error("dns: panic answering a query", "panic", rec, "name", r.Question[0].Name)
 			writeError(w, r, dns.RcodeServerFailure)
 		}
@@ -254,13 +259,16 @@ func (s *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 
 // answer routes r to the cluster zones or the forwarder; w scrubs.
 func (s *Server) answer(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) {
-	if zone := s.kube.matchZone(strings.ToLower(r.Question[0].Name)); zone != "" {
-		rcode, written, next := s.kube.serve(ctx, w, r, zone)
-		if !next {
-			if !written {
-				writeError(w, r, rcode)
+	name := r.Question[0].Name
+	if lower := strings.ToLower(name); len(lower) == len(name) {
+		if zone := s.kube.matchZone(lower); zone != "" {
+			rcode, written, next := s.kube.serve(ctx, w, r, zone)
+			if !next {
+				if !written {
+					writeError(w, r, rcode)
+				}
+				return
 			}
-			return
 		}
 	}
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
