@@ -73,6 +73,10 @@ type dnsPublisher struct {
 	node   string
 	ip     net.IP
 	port   int32
+	// owner is the Node, once read: the slice is owned by it, so the
+	// garbage collector removes it with a deleted node whose agent never
+	// came back to do so.
+	owner []metav1.OwnerReference
 }
 
 func (p *dnsPublisher) name() string { return kubeDNSService + "-" + p.node }
@@ -121,8 +125,14 @@ func (p *dnsPublisher) want() *discoveryv1.EndpointSlice {
 }
 
 func (p *dnsPublisher) ensure(ctx context.Context) error {
+	if p.owner == nil {
+		if n, err := p.client.CoreV1().Nodes().Get(ctx, p.node, metav1.GetOptions{}); err == nil {
+			p.owner = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+		}
+	}
 	slices := p.client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem)
 	want := p.want()
+	want.OwnerReferences = p.owner
 	cur, err := slices.Get(ctx, want.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -131,8 +141,11 @@ func (p *dnsPublisher) ensure(ctx context.Context) error {
 	case cur.AddressType != want.AddressType:
 		err = slices.Delete(ctx, want.Name, metav1.DeleteOptions{}) // recreated next pass
 	case !equality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) || !equality.Semantic.DeepEqual(cur.Ports, want.Ports) ||
-		!equality.Semantic.DeepEqual(cur.Labels, want.Labels):
+		!equality.Semantic.DeepEqual(cur.Labels, want.Labels) || (p.owner != nil && !equality.Semantic.DeepEqual(cur.OwnerReferences, p.owner)):
 		cur.Endpoints, cur.Ports, cur.Labels = want.Endpoints, want.Ports, want.Labels
+		if p.owner != nil {
+			cur.OwnerReferences = p.owner
+		}
 		_, err = slices.Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {

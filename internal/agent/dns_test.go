@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mdns "github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,10 @@ func TestClusterDNSWiring(t *testing.T) {
 		return err == nil && svc.Spec.ClusterIP == DefaultClusterDNS && len(svc.Spec.Ports) == 3 && svc.Spec.Selector == nil
 	})
 
+	// The node as its kubelet registers it: the slice is owned by it.
+	if _, err := node.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pctx, stop := context.WithCancel(ctx)
 	p := &dnsPublisher{client: node, node: "node-a", ip: net.ParseIP("10.0.0.5"), port: 53}
 	done := make(chan error, 1)
@@ -59,7 +64,8 @@ func TestClusterDNSWiring(t *testing.T) {
 		return err == nil
 	})
 	if slice.Labels[discoveryv1.LabelServiceName] != "kube-dns" || slice.Labels[discoveryv1.LabelManagedBy] != DNSManagedBy ||
-		slice.Endpoints[0].Addresses[0] != "10.0.0.5" || *slice.Endpoints[0].NodeName != "node-a" || *slice.Ports[0].Port != 53 {
+		slice.Endpoints[0].Addresses[0] != "10.0.0.5" || *slice.Endpoints[0].NodeName != "node-a" || *slice.Ports[0].Port != 53 ||
+		len(slice.OwnerReferences) != 1 || slice.OwnerReferences[0].Kind != "Node" {
 		t.Errorf("slice %+v", slice)
 	}
 
