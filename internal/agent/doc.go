@@ -21,8 +21,9 @@
 //  5. with Config.DNSAddr, the cluster DNS server (internal/dns) serves on
 //     that address as the node, and the node lists it in the kube-dns
 //     Service's endpoints: an EndpointSlice kube-system/kube-dns-<node>
-//     (managed-by dns.rudder.dev) kept while the agent runs and deleted
-//     when it stops (dns.go). Pods' resolv.conf names the kube-dns
+//     (managed-by dns.rudder.dev) kept while the agent runs, deleted when
+//     it stops, and owned by the Node so a deleted node takes it along
+//     (dns.go). Pods' resolv.conf names the kube-dns
 //     Service's IP (Config.ClusterDNS, 10.96.0.10), which the service
 //     proxy sends to those endpoints.
 //
