@@ -37,7 +37,7 @@ func main() {
 		return nil
 	}
 	root.AddCommand(serverCommand(), schedulerCommand(), controllerManagerCommand(), simnodesCommand(), benchCommand(), versionCommand())
-	root.AddCommand(imagesCommand(), upCommand(), agentCommand(), tokenCommand(), runtimeCommand())
+	root.AddCommand(imagesCommand(), upCommand(), agentCommand(), tokenCommand(), runtimeCommand(), dnsCommand())
 
 	ctx, stop := signalContext()
 	defer stop()

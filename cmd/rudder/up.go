@@ -94,6 +94,8 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 type agentFlags struct {
 	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir, cgroupRoot string
 	network, cniConfDir                                                   string
+	dnsAddr, clusterDNS, clusterDomain                                    string
+	dnsUpstreams                                                          []string
 	kubeletPort                                                           int
 }
 
@@ -109,6 +111,10 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.cgroupRoot, "cgroup-root", "", "the cgroup pods nest under, as <root>/kubepods/... (default: the agent's own cgroup)")
 	f.StringVar(&af.network, "network", agent.NetworkBridge, `pod network: "bridge" (built-in bridge, IPAM, routes between nodes and masquerade; a CNI configuration in --cni-conf-dir replaces it), "cni" (a CNI configuration, required) or "none" (pods get loopback only)`)
 	f.StringVar(&af.cniConfDir, "cni-conf-dir", "/etc/cni/net.d", "where CNI configurations are looked for (plugins from /opt/cni/bin and /usr/lib/cni)")
+	f.StringVar(&af.dnsAddr, "dns-addr", "", "run the cluster DNS server on this address, UDP and TCP (e.g. <node-ip>:53), listed in the kube-dns Service's endpoints (default: off)")
+	f.StringSliceVar(&af.dnsUpstreams, "dns-upstream", nil, "resolvers the cluster DNS forwards other names to, ip[:port] (default: the host's /etc/resolv.conf)")
+	f.StringVar(&af.clusterDNS, "cluster-dns", agent.DefaultClusterDNS, "the nameserver of pods with dnsPolicy ClusterFirst (the kube-dns Service)")
+	f.StringVar(&af.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -124,6 +130,10 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 	if ip == nil {
 		return agent.Config{}, fmt.Errorf("--node-ip %q is not an IP address", af.nodeIP)
 	}
+	clusterDNS := net.ParseIP(af.clusterDNS)
+	if clusterDNS == nil {
+		return agent.Config{}, fmt.Errorf("--cluster-dns %q is not an IP address", af.clusterDNS)
+	}
 	return agent.Config{
 		NodeName:        name,
 		NodeIP:          ip,
@@ -136,5 +146,9 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		CgroupRoot:      af.cgroupRoot,
 		Network:         af.network,
 		CNIConfDir:      af.cniConfDir,
+		DNSAddr:         af.dnsAddr,
+		DNSUpstreams:    af.dnsUpstreams,
+		ClusterDNS:      clusterDNS,
+		ClusterDomain:   af.clusterDomain,
 	}, nil
 }

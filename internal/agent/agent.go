@@ -59,6 +59,19 @@ type Config struct {
 	// agent started inside its node's namespace). Tests name one they
 	// created.
 	NetworkNetNS string
+
+	// DNSAddr, when set, runs the cluster DNS server (internal/dns) on it,
+	// UDP and TCP ("10.0.0.5:53"; port 0 picks one), and lists it in the
+	// kube-dns Service's endpoints (dns.go). Off when empty.
+	DNSAddr string
+	// DNSUpstreams are the resolvers it forwards other names to (the
+	// host's /etc/resolv.conf when empty).
+	DNSUpstreams []string
+	// ClusterDNS is the nameserver of ClusterFirst pods (DefaultClusterDNS,
+	// the kube-dns Service); ClusterDomain the cluster zone
+	// (cluster.local).
+	ClusterDNS    net.IP
+	ClusterDomain string
 }
 
 // Network modes (Config.Network).
@@ -83,6 +96,12 @@ func (c *Config) defaults() {
 	}
 	if c.Network == "" {
 		c.Network = NetworkNone
+	}
+	if c.ClusterDNS == nil {
+		c.ClusterDNS = net.ParseIP(DefaultClusterDNS)
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -206,6 +207,8 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 		ClientCAs:       cfg.Credentials.ClientCAs,
 		CgroupRoot:      a.cfg.CgroupRoot,
 		CgroupsPerQOS:   true,
+		ClusterDNS:      []net.IP{cfg.ClusterDNS},
+		ClusterDomain:   cfg.ClusterDomain,
 	})
 	if err != nil {
 		return err
@@ -213,6 +216,9 @@ func (a *Agent) startKubelet(ctx context.Context) error {
 	a.run("kubelet", func() error { return k.Run(ctx) })
 	select {
 	case <-k.Ready():
+		if cfg.DNSAddr != "" {
+			return a.startDNS(ctx, client)
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -23,7 +23,15 @@
 //     network as its runtime.Network; addresses held for sandboxes the
 //     runtime does not know are released (network.GC);
 //  5. the kubelet registers the node, renews its lease and runs the pods
-//     bound to it.
+//     bound to it;
+//  6. with Config.DNSAddr, the cluster DNS server (internal/dns) serves on
+//     that address as the node, and the node lists it in the kube-dns
+//     Service's endpoints: an EndpointSlice kube-system/kube-dns-<node>
+//     (managed-by dns.rudder.dev) kept while the agent runs, deleted when
+//     it stops, and owned by the Node so a deleted node takes it along
+//     (dns.go). Pods' resolv.conf names the kube-dns
+//     Service's IP (Config.ClusterDNS, 10.96.0.10), which the service
+//     proxy sends to those endpoints.
 //
 // Stop ends the kubelet, the runtime and the network (its masquerade
 // table and routes to other nodes go; the bridge and pods' links stay);

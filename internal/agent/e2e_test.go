@@ -278,6 +278,11 @@ func TestRealNode(t *testing.T) {
 		if got := k.OK(t, "logs", "hello"); got != "hi\nerr\n" && got != "err\nhi\n" {
 			t.Errorf("kubectl logs: %q", got)
 		}
+		// ClusterFirst: the kube-dns Service's IP, the namespace's search path, ndots:5.
+		if got := k.OK(t, "exec", "hello", "--", "cat", "/etc/resolv.conf"); !strings.Contains(got, "nameserver 10.96.0.10\n") ||
+			!strings.Contains(got, "search default.svc.cluster.local svc.cluster.local cluster.local") || !strings.Contains(got, "options ndots:5") {
+			t.Errorf("resolv.conf:\n%s", got)
+		}
 		if got := strings.TrimSpace(k.OK(t, "exec", "hello", "--", "cat", "/etc/hostname")); got != "hello" {
 			t.Errorf("hostname %q", got)
 		}

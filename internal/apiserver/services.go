@@ -84,6 +84,15 @@ func (n ServiceNetwork) nth(i int64) netip.Addr {
 // FirstIP is the address of the kubernetes service.
 func (n ServiceNetwork) FirstIP() string { return n.nth(0).String() }
 
+// DNSIP is the address of the cluster DNS service: the tenth, as kubeadm
+// places it (10.96.0.10); "" when the network is too small to have one.
+func (n ServiceNetwork) DNSIP() string {
+	if n.size() < 10 {
+		return ""
+	}
+	return n.nth(9).String()
+}
+
 func (n ServiceNetwork) contains(ip netip.Addr) bool {
 	if !n.CIDR.Contains(ip) || ip == n.CIDR.Addr() {
 		return false

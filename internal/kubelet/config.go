@@ -79,9 +79,12 @@ type Config struct {
 	SystemReserved corev1.ResourceList
 	KubeReserved   corev1.ResourceList
 
-	// ClusterDNS are the nameservers of ClusterFirst pods; empty: the
-	// host's (until the cluster has a DNS service). ClusterDomain is
-	// cluster.local; ResolvConf the host's file (/etc/resolv.conf).
+	// ClusterDNS are the nameservers of ClusterFirst pods (the kube-dns
+	// Service's IP, 10.96.0.10 as the agent sets it); empty: those pods
+	// get the Default policy, as upstream's kubelet without --cluster-dns.
+	// ClusterDomain is cluster.local; ResolvConf the host's file
+	// (/etc/resolv.conf), the Default policy's and the search path's
+	// source (dnsconfig.go).
 	ClusterDNS    []net.IP
 	ClusterDomain string
 	ResolvConf    string

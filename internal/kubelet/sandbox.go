@@ -1,11 +1,7 @@
 package kubelet
 
 import (
-	"bufio"
-	"bytes"
 	"maps"
-	"net"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -168,111 +164,4 @@ func seccompProfile(pod, container *corev1.SeccompProfile) *cri.SecurityProfile 
 		return &cri.SecurityProfile{ProfileType: cri.SecurityProfile_Localhost, LocalhostRef: lp}
 	}
 	return &cri.SecurityProfile{ProfileType: cri.SecurityProfile_Unconfined}
-}
-
-// resolvConf is a parsed resolv.conf.
-type resolvConf struct {
-	servers, searches, options []string
-}
-
-func parseResolvConf(b []byte) resolvConf {
-	var rc resolvConf
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexAny(line, "#;"); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "nameserver":
-			rc.servers = append(rc.servers, f[1])
-		case "search":
-			rc.searches = f[1:] // the last search line wins
-		case "options":
-			rc.options = append(rc.options, f[1:]...)
-		}
-	}
-	return rc
-}
-
-// Upstream's limits on a pod's resolv.conf.
-const (
-	maxDNSServers  = 3
-	maxDNSSearches = 32
-)
-
-// dnsConfig is the pod's resolv.conf as its dnsPolicy says:
-//   - Default (and ClusterFirst on the host network): the host's;
-//   - ClusterFirst(WithHostNet): the cluster's nameservers (the host's
-//     until the cluster has a DNS service), the namespace's search path
-//     before the host's, ndots:5;
-//   - None: only spec.dnsConfig.
-//
-// spec.dnsConfig is then merged in for every policy.
-func (k *Kubelet) dnsConfig(pod *corev1.Pod) *cri.DNSConfig {
-	host, _ := os.ReadFile(k.cfg.ResolvConf)
-	return buildDNSConfig(pod, parseResolvConf(host), k.cfg.ClusterDNS, k.cfg.ClusterDomain)
-}
-
-func buildDNSConfig(pod *corev1.Pod, host resolvConf, clusterDNS []net.IP, domain string) *cri.DNSConfig {
-	policy := pod.Spec.DNSPolicy
-	if policy == "" {
-		policy = corev1.DNSClusterFirst
-	}
-	if policy == corev1.DNSClusterFirst && pod.Spec.HostNetwork {
-		policy = corev1.DNSDefault
-	}
-	var c cri.DNSConfig
-	switch policy {
-	case corev1.DNSDefault:
-		c.Servers, c.Searches, c.Options = host.servers, host.searches, host.options
-	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet:
-		for _, ip := range clusterDNS {
-			c.Servers = append(c.Servers, ip.String())
-		}
-		if len(c.Servers) == 0 {
-			c.Servers = host.servers
-		}
-		c.Searches = append([]string{pod.Namespace + ".svc." + domain, "svc." + domain, domain}, host.searches...)
-		c.Options = []string{"ndots:5"}
-	}
-	if dc := pod.Spec.DNSConfig; dc != nil {
-		c.Servers = append(c.Servers, dc.Nameservers...)
-		c.Searches = append(c.Searches, dc.Searches...)
-		for _, o := range dc.Options {
-			opt := o.Name
-			if o.Value != nil {
-				opt += ":" + *o.Value
-			}
-			// An option of the pod's replaces the one of the same name.
-			c.Options = slices.DeleteFunc(c.Options, func(s string) bool {
-				name, _, _ := strings.Cut(s, ":")
-				return name == o.Name
-			})
-			c.Options = append(c.Options, opt)
-		}
-	}
-	c.Servers = dedupe(c.Servers)
-	if len(c.Servers) > maxDNSServers {
-		c.Servers = c.Servers[:maxDNSServers]
-	}
-	c.Searches = dedupe(c.Searches)
-	if len(c.Searches) > maxDNSSearches {
-		c.Searches = c.Searches[:maxDNSSearches]
-	}
-	return &c
-}
-
-func dedupe(in []string) []string {
-	var out []string
-	for _, s := range in {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"strings"

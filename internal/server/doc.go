@@ -39,5 +39,9 @@
 // Once serving, a level-based loop (systemobjects.go) keeps the system
 // namespaces, the default/kubernetes Service and its Endpoints and
 // EndpointSlice (naming Config.AdvertiseAddress) in place, as upstream's
-// API server does: a deleted one is back within seconds.
+// API server does: a deleted one is back within seconds. The same loop
+// creates kube-system/kube-dns, the cluster DNS Service on the tenth
+// service IP (10.96.0.10) with no selector — the agents list their DNS
+// servers in its endpoints — and the RBAC that lets nodes run DNS
+// (dnsobjects.go).
 package server

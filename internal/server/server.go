@@ -378,7 +378,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...)); err != nil {
+	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...), dnsRBACObjects()...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -452,7 +452,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.startControllers(ctx, cfg, port)
 	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), advertisedPort),
-		ip: advertisedIP, port: int32(advertisedPort), interval: 10 * time.Second}
+		dnsService: kubeDNSServiceObject(svcNet.DNSIP()),
+		ip:         advertisedIP, port: int32(advertisedPort), interval: 10 * time.Second}
 	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {

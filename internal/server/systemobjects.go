@@ -36,6 +36,11 @@ type systemObjects struct {
 	namespaces []string
 	// service is the kubernetes Service as a new one is created.
 	service *corev1.Service
+	// dnsService is kube-system/kube-dns, created when missing (nil: the
+	// service network has no room for it).
+	dnsService *corev1.Service
+	// dnsWarned keeps a kube-dns that cannot be created to one warning.
+	dnsWarned bool
 	// ip and port are the API server's advertised address, which the
 	// Endpoints and the EndpointSlice name; with no ip they are not kept
 	// (a server on loopback has no address pods could use, and upstream's
@@ -59,11 +64,14 @@ func (o *systemObjects) run(ctx context.Context) {
 	all := informers.NewSharedInformerFactory(o.client, 0)
 	named := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(metav1.NamespaceDefault),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "metadata.name=" + kubernetesService }))
+	dnsNamed := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "metadata.name=" + kubeDNSService }))
 	for _, inf := range []cache.SharedIndexInformer{
 		all.Core().V1().Namespaces().Informer(),
 		named.Core().V1().Services().Informer(),
 		named.Core().V1().Endpoints().Informer(),
 		named.Discovery().V1().EndpointSlices().Informer(),
+		dnsNamed.Core().V1().Services().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(onDelete); err != nil {
 			slog.Error("system objects: watch", "err", err)
@@ -71,8 +79,10 @@ func (o *systemObjects) run(ctx context.Context) {
 	}
 	all.Start(ctx.Done())
 	named.Start(ctx.Done())
+	dnsNamed.Start(ctx.Done())
 	defer all.Shutdown()
 	defer named.Shutdown()
+	defer dnsNamed.Shutdown()
 
 	timer := time.NewTicker(o.interval)
 	defer timer.Stop()
@@ -101,6 +111,7 @@ func (o *systemObjects) reconcile(ctx context.Context) error {
 	if err := o.reconcileService(ctx); err != nil {
 		return err
 	}
+	o.reconcileDNSService(ctx)
 	if o.ip == nil {
 		return nil
 	}

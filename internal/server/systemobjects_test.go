@@ -44,6 +44,9 @@ func TestSystemObjectsRecreated(t *testing.T) {
 		{"endpointslice", "kubernetes", func() (metav1.Object, error) {
 			return cs.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 		}},
+		{"svc", "kube-dns", func() (metav1.Object, error) {
+			return cs.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+		}},
 	}
 	// back waits for a new object (another UID) to replace old.
 	back := func(t *testing.T, what string, old types.UID, get func() (metav1.Object, error)) metav1.Object {
@@ -80,13 +83,17 @@ func TestSystemObjectsRecreated(t *testing.T) {
 
 	kept := map[string]string{} // resourceVersion of each, once re-created
 	for _, o := range objects {
-		t.Run("deleted "+o.kind+" comes back", func(t *testing.T) {
+		t.Run("deleted "+o.kind+" "+o.name+" comes back", func(t *testing.T) {
 			old, err := o.get()
 			if err != nil {
 				t.Fatal(err)
 			}
-			k.ok(t, "-n", "default", "delete", o.kind, o.name)
-			kept[o.kind] = back(t, o.kind, old.GetUID(), o.get).GetResourceVersion()
+			ns := "default"
+			if o.name == "kube-dns" {
+				ns = "kube-system"
+			}
+			k.ok(t, "-n", ns, "delete", o.kind, o.name)
+			kept[o.kind+o.name] = back(t, o.kind, old.GetUID(), o.get).GetResourceVersion()
 		})
 	}
 
@@ -109,8 +116,8 @@ func TestSystemObjectsRecreated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rv := cur.GetResourceVersion(); kept[o.kind] != "" && rv != kept[o.kind] {
-				t.Errorf("%s rewritten by a pass (resourceVersion %s, was %s)", o.kind, rv, kept[o.kind])
+			if rv := cur.GetResourceVersion(); kept[o.kind+o.name] != "" && rv != kept[o.kind+o.name] {
+				t.Errorf("%s rewritten by a pass (resourceVersion %s, was %s)", o.kind, rv, kept[o.kind+o.name])
 			}
 		}
 	})

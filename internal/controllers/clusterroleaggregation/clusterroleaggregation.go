@@ -108,4 +108,3 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	return controller.Result{}, nil
 }
-

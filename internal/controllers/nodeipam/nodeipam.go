@@ -78,7 +78,7 @@ type allocator struct {
 	ctrl     *controller.Controller
 
 	mu   sync.Mutex
-	sets []*cidrSet                  // one per family, in ClusterCIDRs order
+	sets []*cidrSet                // one per family, in ClusterCIDRs order
 	held map[string][]netip.Prefix // node → what it was given or found holding
 }
 
