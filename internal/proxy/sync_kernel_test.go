@@ -1,0 +1,42 @@
+package proxy
+
+import (
+	"os"
+	"strconv"
+	"testing"
+)
+
+// requireRoot skips tests that need to create network namespaces.
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and nftables tables")
+	}
+}
+
+func tempNetNS(t testing.TB, name string) *NetNS {
+	t.Helper()
+	ns, err := NewNetNS(t.TempDir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
+
+func TestMeasureSync(t *testing.T) {
+	requireRoot(t)
+	ns := tempNetNS(t, "bench")
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("PROXY_BENCH_SERVICES")); err == nil {
+		n = v
+	}
+	res, err := MeasureSync(ns.Path, n, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d services: full %v, one endpoint %v, %d rules", n, res.Full, res.OneEndpoint, res.Rules)
+	if ok, err := TableExists(ns.Path, "rudder-proxy-bench"); err != nil || ok {
+		t.Fatalf("table left behind: %v %v", ok, err)
+	}
+}
