@@ -146,6 +146,9 @@ type AffinitySet struct {
 // compared whole: an unchanged plan costs nothing to sync.
 type PortPlan struct {
 	Key         string // namespace/name:port/proto
+	Proto       uint8
+	// Endpoints are where cluster traffic goes (for conntrack cleanup).
+	Endpoints []netip.AddrPort
 	Chains      []Chain
 	ServiceIPs  []IPEntry   // in service-ips
 	NodePorts   []PortEntry // in service-nodeports
@@ -311,11 +314,12 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 	key := fmt.Sprintf("%s/%s:%s/%s", svc.Namespace, svc.Name, sp.Name, protoName(proto))
 	id := chainID(key)
 	svcChain, extChain, localChain := "svc-"+id, "ext-"+id, "svl-"+id
-	p := PortPlan{Key: key}
+	p := PortPlan{Key: key, Proto: proto}
 	port := uint16(sp.Port)
 
 	clusterEPs := usable(eps, false)
 	localEPs := usable(eps, true)
+	p.Endpoints = clusterEPs
 	for _, e := range eps {
 		if e.local {
 			p.LocalIPs = append(p.LocalIPs, e.addr.Addr())

@@ -132,12 +132,7 @@ func (b *batch) skeleton(nodePortIPs []netip.Addr) error {
 		&expr.Verdict{Kind: expr.VerdictReturn},
 	})
 	b.addRule("masquerading", []expr.Any{&expr.Masq{FullyRandom: true}})
-	b.addRule(chainMarkMasq, []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
-		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(^masqMark), Xor: binaryutil.NativeEndian.PutUint32(masqMark)},
-		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1},
-	})
+	b.addRule(chainMarkMasq, markMasq())
 	b.addRule("services", b.ipProtoPortLookup(mapServiceIPs))
 	b.addRule("services", b.nodePortLookup(mapNodePorts))
 	for _, c := range []string{"filter-input", "filter-forward", "filter-output"} {
@@ -172,6 +167,16 @@ func (b *batch) nodePortLookup(name string) []expr.Any {
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg3200},
 		&expr.Payload{DestRegister: reg3201, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Lookup{SourceRegister: reg3200, SetName: name, SetID: b.sets[name].ID, DestRegister: 0, IsDestRegSet: true},
+	}
+}
+
+// markMasq: meta mark set mark | 0x4000.
+func markMasq() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(^masqMark), Xor: binaryutil.NativeEndian.PutUint32(masqMark)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1},
 	}
 }
 
@@ -219,7 +224,12 @@ func (b *batch) ruleExprs(r Rule) []expr.Any {
 	if r.UpdateSet != "" {
 		e = append(e, loadSaddr(reg1), &expr.Dynset{SrcRegKey: reg1, SetName: r.UpdateSet, SetID: b.affinitySetID(r.UpdateSet), Operation: unix.NFT_DYNSET_OP_UPDATE})
 	}
-	if r.Jump != "" {
+	if r.Jump == chainMarkMasq {
+		// Inlined: a rule with a jump or goto makes the kernel revalidate
+		// every chain reachable from the base chains on commit, which
+		// would make one endpoint's change cost as much as the table.
+		e = append(e, markMasq()...)
+	} else if r.Jump != "" {
 		e = append(e, jump(r.Jump))
 	}
 	if r.Goto != "" {
