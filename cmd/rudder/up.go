@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,9 @@ Without root, run "rudder server --simulated-nodes 3" instead.`,
 type agentFlags struct {
 	nodeName, nodeIP, runtimeEndpoint, ociRuntime, podLogsDir string
 	kubeletPort                                               int
+	proxy                                                     bool
+	proxyNetNS, clusterCIDR                                   string
+	nodePortAddresses                                         []string
 }
 
 func (af *agentFlags) register(cmd *cobra.Command) {
@@ -86,6 +90,10 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.ociRuntime, "oci-runtime", "runc", "the OCI runtime rudder's runtime starts containers with")
 	f.StringVar(&af.podLogsDir, "pod-logs-dir", "/var/log/pods", "where container logs are written, one directory per pod")
 	f.IntVar(&af.kubeletPort, "kubelet-port", 10250, "the kubelet API's port (0 picks a free one)")
+	f.BoolVar(&af.proxy, "proxy", false, "run the service proxy (nftables rules for Services) in the node's network namespace; off while the node shares the host's")
+	f.StringVar(&af.proxyNetNS, "proxy-netns", "", "the network namespace file the proxy's rules go in (default: the agent's own)")
+	f.StringVar(&af.clusterCIDR, "cluster-cidr", "10.42.0.0/16", "the pods' address range (the proxy masquerades traffic from outside it)")
+	f.StringSliceVar(&af.nodePortAddresses, "nodeport-addresses", nil, "prefixes of the node addresses NodePorts answer on (default: the node IP)")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -101,7 +109,23 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 	if ip == nil {
 		return agent.Config{}, fmt.Errorf("--node-ip %q is not an IP address", af.nodeIP)
 	}
+	px := agent.Proxy{Enabled: af.proxy, NetNSPath: af.proxyNetNS}
+	if af.clusterCIDR != "" {
+		pf, err := netip.ParsePrefix(af.clusterCIDR)
+		if err != nil || !pf.Addr().Is4() {
+			return agent.Config{}, fmt.Errorf("--cluster-cidr %q is not an IPv4 prefix", af.clusterCIDR)
+		}
+		px.ClusterCIDR = pf.Masked()
+	}
+	for _, s := range af.nodePortAddresses {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			return agent.Config{}, fmt.Errorf("--nodeport-addresses %q: %w", s, err)
+		}
+		px.NodePortAddresses = append(px.NodePortAddresses, pf.Masked())
+	}
 	return agent.Config{
+		Proxy:           px,
 		NodeName:        name,
 		NodeIP:          ip,
 		Dir:             filepath.Join(dataDir, "agent"),

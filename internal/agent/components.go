@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/rudder-dev/rudder/internal/kubelet"
+	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/runtime"
 	"github.com/rudder-dev/rudder/internal/runtime/image"
 	"github.com/rudder-dev/rudder/internal/runtime/streaming"
@@ -90,7 +92,66 @@ func (a *Agent) startComponents(ctx context.Context) error {
 			return err
 		}
 	}
-	return a.startKubelet(ctx)
+	if err := a.startKubelet(ctx); err != nil {
+		return err
+	}
+	if a.cfg.Proxy.Enabled {
+		return a.startProxy(ctx)
+	}
+	return nil
+}
+
+// startProxy starts the service proxy as the node's identity; it keeps
+// the node's nftables table until the agent stops, then removes it.
+func (a *Agent) startProxy(ctx context.Context) error {
+	cfg := a.cfg
+	kc := cfg.Credentials.ProxyKubeconfig
+	if kc == "" {
+		// A joined node has only its node identity, which the Node
+		// authorizer does not let read EndpointSlices.
+		return errors.New("proxy: no system:kube-proxy credentials (only `rudder up` issues them today)")
+	}
+	client, err := a.nodeClient(kc, "rudder-proxy/"+cfg.NodeName)
+	if err != nil {
+		return err
+	}
+	var nodeIPs []netip.Addr
+	if ip, ok := netip.AddrFromSlice(cfg.NodeIP.To4()); ok && !ip.IsLoopback() {
+		nodeIPs = append(nodeIPs, ip)
+	}
+	p, err := proxy.New(proxy.Config{
+		Client:            client,
+		NodeName:          cfg.NodeName,
+		NodeIPs:           nodeIPs,
+		NodePortAddresses: cfg.Proxy.NodePortAddresses,
+		ClusterCIDR:       cfg.Proxy.ClusterCIDR,
+		NetNSPath:         cfg.Proxy.NetNSPath,
+	})
+	if err != nil {
+		return err
+	}
+	a.run("proxy", func() error { return p.Run(ctx) })
+	select {
+	case <-p.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(60 * time.Second):
+		return errors.New("proxy: no first sync within 60 s")
+	}
+}
+
+// nodeClient is a protobuf client with the credentials in kubeconfig.
+func (a *Agent) nodeClient(kubeconfig, userAgent string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("node credentials: %w", err)
+	}
+	rc.UserAgent = userAgent
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = 50, 100
+	return kubernetes.NewForConfig(rc)
 }
 
 // runtimeEndpoint is the CRI endpoint the kubelet uses.

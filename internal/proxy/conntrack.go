@@ -111,4 +111,3 @@ func flushStaleUDP(nsPath string, old, changed map[string][]PortPlan) {
 		slog.Debug("proxy: stale UDP flows deleted", "count", n)
 	}
 }
-

@@ -145,16 +145,16 @@ type AffinitySet struct {
 // PortPlan is everything one service port puts in the table. Plans are
 // compared whole: an unchanged plan costs nothing to sync.
 type PortPlan struct {
-	Key         string // namespace/name:port/proto
-	Proto       uint8
+	Key   string // namespace/name:port/proto
+	Proto uint8
 	// Endpoints are where cluster traffic goes (for conntrack cleanup).
-	Endpoints []netip.AddrPort
-	Chains      []Chain
-	ServiceIPs  []IPEntry   // in service-ips
-	NodePorts   []PortEntry // in service-nodeports
-	NoEndpoints []IPEntry   // in no-endpoint-services
+	Endpoints           []netip.AddrPort
+	Chains              []Chain
+	ServiceIPs          []IPEntry   // in service-ips
+	NodePorts           []PortEntry // in service-nodeports
+	NoEndpoints         []IPEntry   // in no-endpoint-services
 	NoEndpointNodePorts []PortEntry
-	Affinity    []AffinitySet
+	Affinity            []AffinitySet
 	// LocalIPs are this node's endpoint addresses: a connection from one
 	// of them to itself through the service is hairpinned and must be
 	// masqueraded.

@@ -45,16 +45,13 @@ type Config struct {
 	NetNSPath string
 	// Table is the nftables table's name (DefaultTable).
 	Table string
-	// Registerer, if set, gets the proxy's metrics.
-	Registerer prometheus.Registerer
 }
 
 // Proxy keeps the node's nftables table in step with the cluster's
 // Services and EndpointSlices.
 type Proxy struct {
-	cfg     Config
-	metrics *metrics
-	ready   chan struct{}
+	cfg   Config
+	ready chan struct{}
 
 	mu        sync.Mutex
 	dirty     map[string]bool // namespace/name of services to sync
@@ -78,7 +75,7 @@ func New(cfg Config) (*Proxy, error) {
 			return nil, errors.New("proxy: an invalid node IP")
 		}
 	}
-	return &Proxy{cfg: cfg, metrics: newMetrics(cfg.Registerer), ready: make(chan struct{}),
+	return &Proxy{cfg: cfg, ready: make(chan struct{}),
 		dirty: map[string]bool{}, all: true, kick: make(chan struct{}, 1)}, nil
 }
 
@@ -227,7 +224,7 @@ func (p *Proxy) loop(ctx context.Context, k *kernel, lister interface {
 		next, err := p.syncOnce(rs, k, lister)
 		if err != nil {
 			slog.Error("proxy: sync failed; a full sync follows", "err", err)
-			p.metrics.syncErrors.Inc()
+			syncErrors.Inc()
 			p.mu.Lock()
 			p.all = true
 			p.mu.Unlock()
@@ -339,9 +336,9 @@ func (p *Proxy) syncOnce(rs *ruleset, k *kernel, lister interface {
 		p.mu.Unlock()
 		return newRuleset(p.cfg.Table), err
 	}
-	p.metrics.syncDuration.WithLabelValues(map[bool]string{true: "full", false: "partial"}[full]).Observe(time.Since(start).Seconds())
-	p.metrics.rules.Set(float64(next.rules))
-	p.metrics.services.Set(float64(len(next.services)))
+	syncDuration.WithLabelValues(map[bool]string{true: "full", false: "partial"}[full]).Observe(time.Since(start).Seconds())
+	rulesGauge.WithLabelValues(p.cfg.NodeName).Set(float64(next.rules))
+	svcGauge.WithLabelValues(p.cfg.NodeName).Set(float64(len(next.services)))
 	if !full {
 		flushStaleUDP(p.cfg.NetNSPath, old, changed)
 	}
@@ -366,29 +363,20 @@ func cutKey(key string) (ns, name string, ok bool) {
 	return "", key, false
 }
 
-type metrics struct {
-	syncDuration *prometheus.HistogramVec
-	syncErrors   prometheus.Counter
-	rules        prometheus.Gauge
-	services     prometheus.Gauge
-}
+// The proxy's metrics, shared by every proxy in the process (one per
+// node agent); Collectors hands them to a registry, as the other
+// components' packages do.
+var (
+	syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "rudder_proxy_sync_duration_seconds", Help: "Time to plan and commit one sync of the service proxy's nftables table.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"kind"})
+	syncErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "rudder_proxy_sync_errors_total", Help: "Syncs the kernel refused."})
+	rulesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rudder_proxy_rules", Help: "Rules in the service proxy's nftables table."}, []string{"node"})
+	svcGauge   = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rudder_proxy_services", Help: "Services the proxy has rules for."}, []string{"node"})
+)
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "rudder_proxy_sync_duration_seconds", Help: "Time to plan and commit one sync of the service proxy's nftables table.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"kind"}),
-		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "rudder_proxy_sync_errors_total", Help: "Syncs the kernel refused."}),
-		rules:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "rudder_proxy_rules", Help: "Rules in the service proxy's nftables table."}),
-		services:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "rudder_proxy_services", Help: "Services the proxy has rules for."}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.syncDuration, m.syncErrors, m.rules, m.services} {
-			if err := reg.Register(c); err != nil {
-				slog.Warn("proxy: registering a metric", "err", err)
-			}
-		}
-	}
-	return m
+// Collectors are the proxy's metrics.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{syncDuration, syncErrors, rulesGauge, svcGauge}
 }

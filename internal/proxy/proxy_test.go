@@ -53,7 +53,7 @@ func (e *proxyEnv) service(t *testing.T, name string, mutate func(*corev1.Servic
 	t.Helper()
 	s := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
 	}
 	if mutate != nil {
 		mutate(s)
