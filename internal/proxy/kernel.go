@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
@@ -112,7 +113,11 @@ func (k *kernel) send(b *batch) error {
 		b, e := begin, end
 		b.Header.Sequence, e.Header.Sequence = 0, 0
 		chunk = append(append(append(chunk, b), body[:n]...), e)
+		t0 := time.Now()
 		sent, err := k.conn.SendMessages(chunk)
+		if debugSend {
+			println("DEBUG chunk", len(chunk), size, time.Since(t0).String())
+		}
 		if err != nil {
 			return fmt.Errorf("sending the nftables batch (%d messages): %w", len(chunk), err)
 		}
@@ -123,6 +128,8 @@ func (k *kernel) send(b *batch) error {
 	}
 	return nil
 }
+
+var debugSend = os.Getenv("PROXY_DEBUG_SEND") != ""
 
 // maxBatchBytes bounds one transaction's datagram.
 const maxBatchBytes = 8 << 20

@@ -69,7 +69,12 @@ type Rule struct {
 	Jump        string       // jump chain
 	Goto        string       // goto chain
 	DNAT        netip.AddrPort
-	Drop        bool
+	// DNATMap, when not 0, is "dnat to <DNATMap> . numgen random mod
+	// Modulus map @endpoints": the endpoint is looked up in the shared
+	// endpoints map, under this chain's key and the drawn index.
+	DNATMap uint64
+	Modulus uint32
+	Drop    bool
 }
 
 func (r Rule) String() string {
@@ -100,6 +105,9 @@ func (r Rule) String() string {
 	}
 	if r.DNAT.IsValid() {
 		b = append(b, "dnat to "+r.DNAT.String())
+	}
+	if r.DNATMap != 0 {
+		b = append(b, fmt.Sprintf("dnat to %#x . numgen random mod %d map @%s", r.DNATMap, r.Modulus, endpointShard(r.DNATMap)))
 	}
 	if r.Drop {
 		b = append(b, "drop")
@@ -136,6 +144,18 @@ func (e PortEntry) String() string {
 	return fmt.Sprintf("%s . %d : goto %s", protoName(e.Proto), e.Port, e.Chain)
 }
 
+// EndpointEntry is an element of the endpoints map: chain key . index
+// → address . port.
+type EndpointEntry struct {
+	Key   uint64
+	Index uint32
+	Addr  netip.AddrPort
+}
+
+func (e EndpointEntry) String() string {
+	return fmt.Sprintf("%#x . %d : %s . %d", e.Key, e.Index, e.Addr.Addr(), e.Addr.Port())
+}
+
 // AffinitySet is a per-endpoint dynamic set of client addresses.
 type AffinitySet struct {
 	Name    string
@@ -154,6 +174,7 @@ type PortPlan struct {
 	NodePorts           []PortEntry // in service-nodeports
 	NoEndpoints         []IPEntry   // in no-endpoint-services
 	NoEndpointNodePorts []PortEntry
+	EndpointMap         []EndpointEntry // in endpoints
 	Affinity            []AffinitySet
 	// LocalIPs are this node's endpoint addresses: a connection from one
 	// of them to itself through the service is hairpinned and must be
@@ -179,14 +200,16 @@ func chainID(key string) string {
 
 // Names of the table's fixed parts.
 const (
-	chainMarkMasq   = "mark-for-masquerade"
-	chainReject     = "reject-chain"
-	mapServiceIPs   = "service-ips"
-	mapNodePorts    = "service-nodeports"
-	mapNoEndpoints  = "no-endpoint-services"
-	mapNoEPNodePort = "no-endpoint-nodeports"
-	setNodePortIPs  = "nodeport-ips"
-	setHairpin      = "hairpin"
+	chainMarkMasq     = "mark-for-masquerade"
+	chainReject       = "reject-chain"
+	mapServiceIPs     = "service-ips"
+	mapNodePorts      = "service-nodeports"
+	mapNoEndpoints    = "no-endpoint-services"
+	mapNoEPNodePort   = "no-endpoint-nodeports"
+	mapEndpoints      = "endpoints"
+	chainEndpointDNAT = "endpoint-dnat"
+	setNodePortIPs    = "nodeport-ips"
+	setHairpin        = "hairpin"
 )
 
 // PlanService computes the plans of every port of svc from its
@@ -372,7 +395,7 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 	if node.ClusterCIDR.IsValid() {
 		svcRules = append(svcRules, Rule{SrcNotIn: node.ClusterCIDR, Jump: chainMarkMasq})
 	}
-	svcRules = append(svcRules, balance(internal, affSet)...)
+	svcRules = append(svcRules, p.balance(svcChain, internal, affSet)...)
 	p.Chains = append(p.Chains, Chain{Name: svcChain, Rules: svcRules})
 	for _, ip := range clusterIPs {
 		p.ServiceIPs = append(p.ServiceIPs, IPEntry{IP: ip, Proto: proto, Port: port, Chain: svcChain})
@@ -390,7 +413,7 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 				Rule{FibSrcLocal: true, Jump: chainMarkMasq},
 				Rule{FibSrcLocal: true, Goto: svcChain},
 				Rule{Goto: localChain})
-			p.Chains = append(p.Chains, Chain{Name: localChain, Rules: balance(localEPs, affSet)})
+			p.Chains = append(p.Chains, Chain{Name: localChain, Rules: p.balance(localChain, localEPs, affSet)})
 		} else {
 			ext = []Rule{{Jump: chainMarkMasq}, {Goto: svcChain}}
 		}
@@ -405,19 +428,30 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 	return p
 }
 
-// balance spreads new connections evenly over eps with no set: rule i
-// of n takes the connection with probability 1/(n-i), so each endpoint
-// gets 1/n. Clients already in an endpoint's affinity set go back to it
-// first. No endpoints: drop (a Local policy with none on this node).
-func balance(eps []netip.AddrPort, affSet func(netip.AddrPort) string) []Rule {
+// balance spreads new connections evenly over eps. Without affinity it
+// is one rule that draws an index and finds the endpoint in the shared
+// endpoints map: an endpoint replaced by another changes map elements
+// only, which the kernel commits without revalidating the table (a
+// changed rule with a nat statement makes it walk every chain). With
+// ClientIP affinity each endpoint has its own rule: clients in an
+// endpoint's set go back to it first, new ones draw — rule i of n
+// wins with probability 1/(n-i), so each endpoint gets 1/n. No
+// endpoints: drop (a Local policy with none on this node).
+func (p *PortPlan) balance(chain string, eps []netip.AddrPort, affSet func(netip.AddrPort) string) []Rule {
 	if len(eps) == 0 {
 		return []Rule{{Drop: true}}
 	}
+	if affSet(eps[0]) == "" {
+		key := chainKey(chain)
+		for i, ep := range eps {
+			p.EndpointMap = append(p.EndpointMap, EndpointEntry{Key: key, Index: uint32(i), Addr: ep})
+		}
+		return []Rule{{DNATMap: key, Modulus: uint32(len(eps))}}
+	}
 	var rules []Rule
 	for _, ep := range eps {
-		if s := affSet(ep); s != "" {
-			rules = append(rules, Rule{SrcInSet: s, UpdateSet: s, DNAT: ep})
-		}
+		s := affSet(ep)
+		rules = append(rules, Rule{SrcInSet: s, UpdateSet: s, DNAT: ep})
 	}
 	for i, ep := range eps {
 		r := Rule{UpdateSet: affSet(ep), DNAT: ep}
@@ -427,6 +461,13 @@ func balance(eps []netip.AddrPort, affSet func(netip.AddrPort) string) []Rule {
 		rules = append(rules, r)
 	}
 	return rules
+}
+
+// chainKey is a chain's key in the endpoints map (never 0).
+func chainKey(chain string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(chain))
+	return h.Sum64() | 1
 }
 
 // String renders a plan as nft-like text, for tests and debugging.
@@ -454,6 +495,9 @@ func (p PortPlan) String() string {
 	}
 	for _, e := range p.NoEndpointNodePorts {
 		fmt.Fprintf(&b, "element %s { %s }\n", mapNoEPNodePort, e)
+	}
+	for _, e := range p.EndpointMap {
+		fmt.Fprintf(&b, "element %s { %s }\n", mapEndpoints, e)
 	}
 	return b.String()
 }

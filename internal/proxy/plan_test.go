@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -60,9 +61,10 @@ func TestPlanService(t *testing.T) {
 			want: []string{
 				"chain " + id + " {",
 				"\tip saddr != 10.42.0.0/16 jump mark-for-masquerade",
-				"\tnumgen random mod 3 == 0 dnat to 10.42.0.2:8080",
-				"\tnumgen random mod 2 == 0 dnat to 10.42.0.3:8080",
-				"\tdnat to 10.42.1.2:8080",
+				"numgen random mod 3 map @endpoints-",
+				" . 0 : 10.42.0.2 . 8080 }",
+				" . 1 : 10.42.0.3 . 8080 }",
+				" . 2 : 10.42.1.2 . 8080 }",
 				"element service-ips { 10.96.0.5 . tcp . 80 : goto " + id + " }",
 			},
 			absent: []string{"ext-", "no-endpoint"},
@@ -83,7 +85,7 @@ func TestPlanService(t *testing.T) {
 			slices: []*discoveryv1.EndpointSlice{planSlice(8080, corev1.ProtocolTCP,
 				ep{ip: "10.42.0.2", node: "a", serving: true, terminating: true},
 				ep{ip: "10.42.0.3", node: "a", terminating: true})},
-			want:   []string{"\tdnat to 10.42.0.2:8080"},
+			want:   []string{" . 0 : 10.42.0.2 . 8080 }", "mod 1 map"},
 			absent: []string{"10.42.0.3"},
 		},
 		{
@@ -91,8 +93,8 @@ func TestPlanService(t *testing.T) {
 			svc:  planSvc(nil),
 			slices: []*discoveryv1.EndpointSlice{planSlice(8080, corev1.ProtocolTCP,
 				ep{ip: "10.42.0.2", node: "a", serving: true, terminating: true}, ready("10.42.0.4", "b"))},
-			want:   []string{"\tdnat to 10.42.0.4:8080"},
-			absent: []string{"10.42.0.2:"},
+			want:   []string{" . 0 : 10.42.0.4 . 8080 }", "mod 1 map"},
+			absent: []string{"10.42.0.2 "},
 		},
 		{
 			name: "externalTrafficPolicy Local: node port to local endpoints, pods and node cluster-wide",
@@ -107,7 +109,7 @@ func TestPlanService(t *testing.T) {
 				"\tip saddr 10.42.0.0/16 goto " + id,
 				"\tfib saddr type local jump mark-for-masquerade",
 				"\tgoto svl-" + id[4:],
-				"chain svl-" + id[4:] + " {\n\tdnat to 10.42.0.2:8080\n}",
+				"chain svl-" + id[4:] + " {\n\tdnat to " + fmt.Sprintf("%#x", chainKey("svl-"+id[4:])) + " . numgen random mod 1 map @endpoints-",
 				"element service-nodeports { tcp . 30081 : goto ext-" + id[4:] + " }",
 				"element service-ips { 192.168.9.9 . tcp . 80 : goto ext-" + id[4:] + " }",
 			},
@@ -127,7 +129,7 @@ func TestPlanService(t *testing.T) {
 				s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](30)}}
 			}),
 			slices: []*discoveryv1.EndpointSlice{planSlice(8080, corev1.ProtocolTCP, ready("10.42.0.2", "a"))},
-			want:   []string{"flags dynamic,timeout; timeout 30s }", "\tip saddr @aff-", "update @aff-"},
+			want:   []string{"flags dynamic,timeout; timeout 30s }", "\tip saddr @aff-", "update @aff-", "dnat to 10.42.0.2:8080"},
 		},
 		{
 			name: "bad addresses, IPv6 slices and unknown ports are skipped",
@@ -141,7 +143,7 @@ func TestPlanService(t *testing.T) {
 				}(),
 				planSlice(70000, corev1.ProtocolTCP, ready("10.42.0.7", "a")),
 			},
-			want:   []string{"\tdnat to 10.42.0.9:8080"},
+			want:   []string{" . 0 : 10.42.0.9 . 8080 }"},
 			absent: []string{"nonsense", "fd00", "10.42.0.7", "::1"},
 		},
 		{name: "headless", svc: planSvc(func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", []string{"None"} }), none: true},
@@ -193,7 +195,7 @@ func TestPlanMultiplePortsAndProtocols(t *testing.T) {
 			t.Errorf("plan %d lacks %q:\n%s", i, want, plans[i])
 		}
 	}
-	if !strings.Contains(plans[1].String(), "dnat to 10.42.0.2:5354") {
+	if !strings.Contains(plans[1].String(), ": 10.42.0.2 . 5354 }") {
 		t.Errorf("tcp port maps to its own target:\n%s", plans[1])
 	}
 }

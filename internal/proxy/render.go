@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"sync"
 
@@ -29,6 +30,8 @@ var (
 	keyIPProtoPort = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
 	keyProtoPort   = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
 	keyIPIP        = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
+	keyEndpoint    = nftables.MustConcatSetType(nftables.TypeInteger, nftables.TypeInteger, nftables.TypeInteger)
+	dataEndpoint   = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetService)
 )
 
 // renderMu serializes rendering: the library numbers new sets from a
@@ -68,7 +71,7 @@ func (b *batch) set(name string, key nftables.SetDatatype, isMap bool) *nftables
 	if s, ok := b.sets[name]; ok {
 		return s
 	}
-	s := &nftables.Set{Table: b.table, Name: name, KeyType: key, IsMap: isMap, Concatenation: len(nftables.ConcatSetTypeElements(key)) > 1}
+	s := &nftables.Set{Table: b.table, Name: name, KeyType: key, IsMap: isMap}
 	if isMap {
 		s.DataType = nftables.TypeVerdict
 	}
@@ -86,13 +89,24 @@ func (b *batch) skeleton(nodePortIPs []netip.Addr) error {
 	t := b.table
 	b.c.AddTable(t)
 	for _, s := range []*nftables.Set{
-		{Table: t, Name: mapServiceIPs, KeyType: keyIPProtoPort, DataType: nftables.TypeVerdict, IsMap: true, Concatenation: true},
-		{Table: t, Name: mapNoEndpoints, KeyType: keyIPProtoPort, DataType: nftables.TypeVerdict, IsMap: true, Concatenation: true},
-		{Table: t, Name: mapNodePorts, KeyType: keyProtoPort, DataType: nftables.TypeVerdict, IsMap: true, Concatenation: true},
-		{Table: t, Name: mapNoEPNodePort, KeyType: keyProtoPort, DataType: nftables.TypeVerdict, IsMap: true, Concatenation: true},
+		// No concatenation flag: with it the kernel describes the key's
+		// fields and picks the pipapo backend, whose every insert
+		// rebuilds its tables (30,000 endpoints: 4 s). A plain hash of
+		// the same bytes answers the same lookups.
+		{Table: t, Name: mapServiceIPs, KeyType: keyIPProtoPort, DataType: nftables.TypeVerdict, IsMap: true},
+		{Table: t, Name: mapNoEndpoints, KeyType: keyIPProtoPort, DataType: nftables.TypeVerdict, IsMap: true},
+		{Table: t, Name: mapNodePorts, KeyType: keyProtoPort, DataType: nftables.TypeVerdict, IsMap: true},
+		{Table: t, Name: mapNoEPNodePort, KeyType: keyProtoPort, DataType: nftables.TypeVerdict, IsMap: true},
 		{Table: t, Name: setNodePortIPs, KeyType: nftables.TypeIPAddr},
-		{Table: t, Name: setHairpin, KeyType: keyIPIP, Concatenation: true},
+		{Table: t, Name: setHairpin, KeyType: keyIPIP},
 	} {
+		if err := b.c.AddSet(s, nil); err != nil {
+			return err
+		}
+		b.sets[s.Name] = s
+	}
+	for i := range endpointShards {
+		s := &nftables.Set{Table: t, Name: fmt.Sprintf("%s-%02x", mapEndpoints, i), KeyType: keyEndpoint, DataType: dataEndpoint, IsMap: true}
 		if err := b.c.AddSet(s, nil); err != nil {
 			return err
 		}
@@ -242,10 +256,71 @@ func (b *batch) ruleExprs(r Rule) []expr.Any {
 			&expr.Immediate{Register: reg2, Data: binaryutil.BigEndian.PutUint16(r.DNAT.Port())},
 			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg2, Specified: true})
 	}
+	if r.DNATMap != 0 {
+		key := make([]byte, 8)
+		binary.BigEndian.PutUint64(key, r.DNATMap)
+		m := endpointShard(r.DNATMap)
+		e = append(e,
+			&expr.Immediate{Register: reg3200, Data: key}, // fills reg32_00 and _01
+			&expr.Numgen{Register: reg3202, Modulus: r.Modulus, Type: unix.NFT_NG_RANDOM},
+			&expr.Lookup{SourceRegister: reg3200, DestRegister: reg3200, IsDestRegSet: true, SetName: m, SetID: b.setID(m)},
+			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg3200, RegProtoMin: reg3201, Specified: true})
+	}
 	if r.Drop {
 		e = append(e, &expr.Verdict{Kind: expr.VerdictDrop})
 	}
 	return e
+}
+
+func (b *batch) setID(name string) uint32 { return b.affinitySetID(name) }
+
+// endpointShards is how many maps the endpoints are spread over. The
+// kernel checks a new map element against every rule that uses the map,
+// so with one map and one rule per service, filling it would take
+// services × endpoints steps; 256 shards divide that by 256.
+const endpointShards = 256
+
+func endpointShard(key uint64) string {
+	return fmt.Sprintf("%s-%02x", mapEndpoints, (key>>8)%endpointShards)
+}
+
+// endpointElements changes the endpoints maps, one message per shard.
+func (b *batch) endpointElements(add bool, es []EndpointEntry) error {
+	byShard := map[string][]nftables.SetElement{}
+	var order []string
+	for _, e := range es {
+		k := make([]byte, 12)
+		binary.BigEndian.PutUint64(k, e.Key)
+		binary.NativeEndian.PutUint32(k[8:], e.Index) // numgen writes host order
+		ip := e.Addr.Addr().As4()
+		v := make([]byte, 8)
+		copy(v, ip[:])
+		binary.BigEndian.PutUint16(v[4:], e.Addr.Port())
+		m := endpointShard(e.Key)
+		if _, ok := byShard[m]; !ok {
+			order = append(order, m)
+		}
+		byShard[m] = append(byShard[m], nftables.SetElement{Key: k, Val: v})
+	}
+	for _, m := range order {
+		s := b.set(m, keyEndpoint, true)
+		s.DataType = dataEndpoint
+		els := byShard[m]
+		for len(els) > 0 {
+			n := min(len(els), 1000) // a message's attributes stay under 64 KiB
+			var err error
+			if add {
+				err = b.c.SetAddElements(s, els[:n])
+			} else {
+				err = b.c.SetDeleteElements(s, els[:n])
+			}
+			if err != nil {
+				return err
+			}
+			els = els[n:]
+		}
+	}
+	return nil
 }
 
 // affinitySetID is the library's ID of a set added in this batch (0 for

@@ -21,6 +21,9 @@ type ruleset struct {
 	hairpin     map[netip.Addr]int
 	nodePortIPs []netip.Addr
 	rules       int
+	// deferred, during a full sync, collects the endpoints map's
+	// elements so they go in a few big messages.
+	deferred *[]EndpointEntry
 }
 
 // skeletonRules is the number of rules skeleton adds.
@@ -51,10 +54,16 @@ func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr) (*r
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var eps []EndpointEntry
+	next.deferred = &eps
 	for _, k := range keys {
 		if err := next.applyService(b, k, all[k]); err != nil {
 			return nil, nil, err
 		}
+	}
+	next.deferred = nil
+	if err := b.endpointElements(true, eps); err != nil {
+		return nil, nil, err
 	}
 	return next, b, nil
 }
@@ -231,6 +240,39 @@ func (rs *ruleset) applyService(b *batch, svc string, plans []PortPlan) error {
 	if err := flush(true); err != nil {
 		return err
 	}
+	// Endpoint elements: those whose address changed are deleted, then
+	// added anew (a map element cannot be overwritten in place).
+	oldEP, newEP := map[[2]uint64]netip.AddrPort{}, map[[2]uint64]netip.AddrPort{}
+	for _, p := range old {
+		for _, e := range p.EndpointMap {
+			oldEP[[2]uint64{e.Key, uint64(e.Index)}] = e.Addr
+		}
+	}
+	for _, p := range plans {
+		for _, e := range p.EndpointMap {
+			newEP[[2]uint64{e.Key, uint64(e.Index)}] = e.Addr
+		}
+	}
+	var epDel, epAdd []EndpointEntry
+	for k, a := range oldEP {
+		if n, ok := newEP[k]; !ok || n != a {
+			epDel = append(epDel, EndpointEntry{Key: k[0], Index: uint32(k[1]), Addr: a})
+		}
+	}
+	for k, a := range newEP {
+		if o, ok := oldEP[k]; !ok || o != a {
+			epAdd = append(epAdd, EndpointEntry{Key: k[0], Index: uint32(k[1]), Addr: a})
+		}
+	}
+	if err := b.endpointElements(false, epDel); err != nil {
+		return err
+	}
+	if rs.deferred != nil {
+		*rs.deferred = append(*rs.deferred, epAdd...)
+	} else if err := b.endpointElements(true, epAdd); err != nil {
+		return err
+	}
+
 	var gone []string
 	for name, c := range oldChains {
 		if _, keep := newChains[name]; !keep {
