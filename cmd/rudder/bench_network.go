@@ -127,12 +127,12 @@ func benchProxySync(cfg networkConfig, emit func(networkResult)) error {
 		if err != nil {
 			return err
 		}
-		full, one := ms(res.Full), ms(res.OneEndpoint)
+		full, one, cpu := ms(res.Full), ms(res.OneEndpoint), ms(res.FullCPU)
 		// The targets scale with size: 1 s per 10,000 services.
 		fullTarget := float64(n) / 10000 * 1000
 		emit(networkResult{
 			Part: "proxy-sync", Size: fmt.Sprintf("%d svc × %d ep", n, cfg.endpoints),
-			Figures: map[string]float64{"full_sync_ms": full, "one_endpoint_ms": one, "rules": float64(res.Rules), "us_per_service": full * 1000 / float64(n)},
+			Figures: map[string]float64{"full_sync_ms": full, "full_sync_cpu_ms": cpu, "one_endpoint_ms": one, "rules": float64(res.Rules), "us_per_service": full * 1000 / float64(n)},
 			Target:  fmt.Sprintf("full ≤ %.0f ms, one ≤ 20 ms", fullTarget),
 			OK:      full <= fullTarget && one <= 20,
 		})

@@ -106,7 +106,7 @@ func (b *batch) skeleton(nodePortIPs []netip.Addr) error {
 		b.sets[s.Name] = s
 	}
 	for i := range endpointShards {
-		s := &nftables.Set{Table: t, Name: fmt.Sprintf("%s-%02x", mapEndpoints, i), KeyType: keyEndpoint, DataType: dataEndpoint, IsMap: true}
+		s := &nftables.Set{Table: t, Name: shardNames[i], KeyType: keyEndpoint, DataType: dataEndpoint, IsMap: true}
 		if err := b.c.AddSet(s, nil); err != nil {
 			return err
 		}
@@ -280,9 +280,14 @@ func (b *batch) setID(name string) uint32 { return b.affinitySetID(name) }
 // services × endpoints steps; 256 shards divide that by 256.
 const endpointShards = 256
 
-func endpointShard(key uint64) string {
-	return fmt.Sprintf("%s-%02x", mapEndpoints, (key>>8)%endpointShards)
-}
+var shardNames = func() (n [endpointShards]string) {
+	for i := range n {
+		n[i] = fmt.Sprintf("%s-%02x", mapEndpoints, i)
+	}
+	return n
+}()
+
+func endpointShard(key uint64) string { return shardNames[(key>>8)%endpointShards] }
 
 // endpointElements changes the endpoints maps, one message per shard.
 func (b *batch) endpointElements(add bool, es []EndpointEntry) error {
