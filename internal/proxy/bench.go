@@ -5,10 +5,10 @@ import (
 	"net/netip"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
 )
 
