@@ -23,7 +23,9 @@ type ruleset struct {
 	rules       int
 	// deferred, during a full sync, collects the endpoints map's
 	// elements so they go in a few big messages.
-	deferred *[]EndpointEntry
+	deferred  *[]EndpointEntry
+	deferIP   map[string][]IPEntry
+	deferPort map[string][]PortEntry
 }
 
 // skeletonRules is the number of rules skeleton adds.
@@ -54,14 +56,36 @@ func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr) (*r
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// The elements of all services go after all chains, in few big
+	// messages: each message costs the kernel a search of the table's
+	// sets by name.
 	var eps []EndpointEntry
 	next.deferred = &eps
+	next.deferIP, next.deferPort = map[string][]IPEntry{}, map[string][]PortEntry{}
 	for _, k := range keys {
 		if err := next.applyService(b, k, all[k]); err != nil {
 			return nil, nil, err
 		}
 	}
-	next.deferred = nil
+	for _, m := range []string{mapServiceIPs, mapNoEndpoints} {
+		for es := next.deferIP[m]; len(es) > 0; {
+			n := min(len(es), 1000)
+			if err := b.ipElements(m, true, es[:n]); err != nil {
+				return nil, nil, err
+			}
+			es = es[n:]
+		}
+	}
+	for _, m := range []string{mapNodePorts, mapNoEPNodePort} {
+		for es := next.deferPort[m]; len(es) > 0; {
+			n := min(len(es), 1000)
+			if err := b.portElements(m, true, es[:n]); err != nil {
+				return nil, nil, err
+			}
+			es = es[n:]
+		}
+	}
+	next.deferred, next.deferIP, next.deferPort = nil, nil, nil
 	if err := b.endpointElements(true, eps); err != nil {
 		return nil, nil, err
 	}
@@ -170,6 +194,17 @@ func (rs *ruleset) applyService(b *batch, svc string, plans []PortPlan) error {
 		return nil
 	}
 	flush := func(add bool) error {
+		if add && rs.deferIP != nil {
+			for m, es := range ipBatch {
+				rs.deferIP[m] = append(rs.deferIP[m], es...)
+			}
+			for m, es := range portBatch {
+				rs.deferPort[m] = append(rs.deferPort[m], es...)
+			}
+			clear(ipBatch)
+			clear(portBatch)
+			return nil
+		}
 		for _, m := range []string{mapServiceIPs, mapNoEndpoints} {
 			if err := b.ipElements(m, add, ipBatch[m]); err != nil {
 				return err
