@@ -51,7 +51,7 @@ func MeasureSync(nsPath string, services, endpoints int) (SyncResult, error) {
 	for i, s := range svcs {
 		all[s.Namespace+"/"+s.Name] = PlanService(s, slices[i:i+1], node)
 	}
-	rs, b, err := newRuleset(table).full(all, node.NodePortIPs)
+	rs, b, err := newRuleset(table).full(all, node.NodePortIPs, node.ClusterCIDR)
 	if err != nil {
 		return res, err
 	}

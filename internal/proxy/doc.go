@@ -33,7 +33,7 @@
 //   - A map element insert is checked against every rule that uses the
 //     map, so one map with one rule per service fills in services ×
 //     endpoints steps (30,000 endpoints: 4 s). So the endpoints are
-//     spread over 256 maps ("endpoints-00" … "endpoints-ff"), a
+//     spread over 1024 maps ("endpoints-000" … "endpoints-3ff"), a
 //     service's by its key.
 //
 //     table ip rudder-proxy {
@@ -98,8 +98,11 @@
 // (a previous run's) is deleted and rebuilt. google/nftables encodes the
 // messages; kernel.go sends them without per-message acknowledgements
 // (one syscall per batch instead of one per rule), in transactions of at
-// most 8 MB, since a larger datagram is refused by this kernel. A
-// refused transaction leads to a full sync with backoff.
+// most 8 MB, since a larger datagram is refused by this kernel. So a
+// full sync of a very big table (over ~10,000 services) is more than one
+// transaction, and for that moment some services have no rules; a
+// restarted agent's established connections keep their conntrack NAT
+// either way. A refused transaction leads to a full sync with backoff.
 //
 // UDP has no connection end, so when a UDP service loses an endpoint,
 // or gains its first, the flows conntrack keeps for it are deleted

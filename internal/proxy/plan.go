@@ -66,6 +66,7 @@ type Rule struct {
 	SrcInSet    string       // ip saddr @set
 	Numgen      uint32       // numgen random mod N == 0 (0: none)
 	UpdateSet   string       // update @set { ip saddr }
+	ClearMark   bool         // meta mark set mark & ~0x4000
 	Jump        string       // jump chain
 	Goto        string       // goto chain
 	DNAT        netip.AddrPort
@@ -96,6 +97,9 @@ func (r Rule) String() string {
 	}
 	if r.UpdateSet != "" {
 		b = append(b, "update @"+r.UpdateSet+" { ip saddr }")
+	}
+	if r.ClearMark {
+		b = append(b, "meta mark set mark & ~0x4000")
 	}
 	if r.Jump != "" {
 		b = append(b, "jump "+r.Jump)
@@ -391,11 +395,9 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 	if svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal {
 		internal = localEPs
 	}
-	var svcRules []Rule
-	if node.ClusterCIDR.IsValid() {
-		svcRules = append(svcRules, Rule{SrcNotIn: node.ClusterCIDR, Jump: chainMarkMasq})
-	}
-	svcRules = append(svcRules, p.balance(svcChain, internal, affSet)...)
+	// Off-cluster clients of a ClusterIP are marked for masquerade by
+	// one shared rule in the services chain, not one per service.
+	svcRules := p.balance(svcChain, internal, affSet)
 	p.Chains = append(p.Chains, Chain{Name: svcChain, Rules: svcRules})
 	for _, ip := range clusterIPs {
 		p.ServiceIPs = append(p.ServiceIPs, IPEntry{IP: ip, Proto: proto, Port: port, Chain: svcChain})
@@ -406,6 +408,9 @@ func planPort(svc *corev1.Service, sp corev1.ServicePort, proto uint8, clusterIP
 	if external {
 		var ext []Rule
 		if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			// The shared rule marked off-cluster clients; Local keeps
+			// their address.
+			ext = append(ext, Rule{ClearMark: true})
 			if node.ClusterCIDR.IsValid() {
 				ext = append(ext, Rule{SrcIn: node.ClusterCIDR, Goto: svcChain})
 			}

@@ -55,12 +55,11 @@ func TestPlanService(t *testing.T) {
 		none   bool     // no plan at all
 	}{
 		{
-			name:   "cluster IP balances evenly, masquerades off-cluster clients",
+			name:   "cluster IP balances evenly",
 			svc:    planSvc(nil),
 			slices: []*discoveryv1.EndpointSlice{planSlice(8080, corev1.ProtocolTCP, ready("10.42.0.3", "a"), ready("10.42.1.2", "b"), ready("10.42.0.2", "a"))},
 			want: []string{
 				"chain " + id + " {",
-				"\tip saddr != 10.42.0.0/16 jump mark-for-masquerade",
 				"numgen random mod 3 map @endpoints-",
 				" . 0 : 10.42.0.2 . 8080 }",
 				" . 1 : 10.42.0.3 . 8080 }",
@@ -106,7 +105,7 @@ func TestPlanService(t *testing.T) {
 			}),
 			slices: []*discoveryv1.EndpointSlice{planSlice(8080, corev1.ProtocolTCP, ready("10.42.0.2", "a"), ready("10.42.1.2", "b"))},
 			want: []string{
-				"\tip saddr 10.42.0.0/16 goto " + id,
+				"\tmeta mark set mark & ~0x4000\n\tip saddr 10.42.0.0/16 goto " + id,
 				"\tfib saddr type local jump mark-for-masquerade",
 				"\tgoto svl-" + id[4:],
 				"chain svl-" + id[4:] + " {\n\tdnat to " + fmt.Sprintf("%#x", chainKey("svl-"+id[4:])) + " . numgen random mod 1 map @endpoints-",

@@ -313,7 +313,7 @@ func (p *Proxy) syncOnce(rs *ruleset, k *kernel, lister interface {
 			}
 		}
 		changed = all
-		next, b, err = rs.full(all, node.NodePortIPs)
+		next, b, err = rs.full(all, node.NodePortIPs, node.ClusterCIDR)
 	} else {
 		for key := range dirty {
 			changed[key] = plansOf(key)

@@ -38,19 +38,22 @@ func newRuleset(table string) *ruleset {
 // full renders the whole table from scratch: the old table (if any) is
 // removed in the same transaction, so the kernel never sees half of it.
 // On success it returns the new ruleset.
-func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr) (*ruleset, *batch, error) {
+func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr, clusterCIDR netip.Prefix) (*ruleset, *batch, error) {
 	b, err := newBatch(rs.table)
 	if err != nil {
 		return nil, nil, err
 	}
 	b.c.AddTable(b.table)
 	b.c.DelTable(b.table)
-	if err := b.skeleton(nodePortIPs); err != nil {
+	if err := b.skeleton(nodePortIPs, clusterCIDR); err != nil {
 		return nil, nil, err
 	}
 	next := newRuleset(rs.table)
 	next.nodePortIPs = slices.Clone(nodePortIPs)
 	next.rules = skeletonRules
+	if clusterCIDR.IsValid() {
+		next.rules++
+	}
 	keys := make([]string, 0, len(all))
 	for k := range all {
 		keys = append(keys, k)
