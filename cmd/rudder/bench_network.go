@@ -132,7 +132,7 @@ func benchProxySync(cfg networkConfig, emit func(networkResult)) error {
 		fullTarget := float64(n) / 10000 * 1000
 		emit(networkResult{
 			Part: "proxy-sync", Size: fmt.Sprintf("%d svc × %d ep", n, cfg.endpoints),
-			Figures: map[string]float64{"full_sync_ms": full, "full_sync_cpu_ms": cpu, "one_endpoint_ms": one, "rules": float64(res.Rules), "us_per_service": full * 1000 / float64(n)},
+			Figures: map[string]float64{"full_sync_ms": full, "full_sync_cpu_ms": cpu, "one_endpoint_ms": one, "endpoint_removed_ms": ms(res.EndpointRemoved), "rules": float64(res.Rules), "us_per_service": full * 1000 / float64(n)},
 			Target:  fmt.Sprintf("full ≤ %.0f ms, one ≤ 20 ms", fullTarget),
 			OK:      full <= fullTarget && one <= 20,
 		})

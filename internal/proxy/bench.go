@@ -22,8 +22,11 @@ type SyncResult struct {
 	// our sendmsg) it took, which a loaded machine does not inflate.
 	Full, FullCPU time.Duration
 	// OneEndpoint is the incremental sync after one endpoint of one
-	// service changed (median of several).
+	// service changed its address (median of several).
 	OneEndpoint time.Duration
+	// EndpointRemoved is the sync after a service lost one endpoint: its
+	// balancing rule changes, and the kernel re-walks the table.
+	EndpointRemoved time.Duration
 }
 
 // MeasureSync fills the namespace at nsPath with services ClusterIP
@@ -80,6 +83,25 @@ func MeasureSync(nsPath string, services, endpoints int) (SyncResult, error) {
 		times = append(times, time.Since(start))
 	}
 	res.OneEndpoint = median(times)
+
+	times = times[:0]
+	for round := range 5 {
+		i := (round*7919 + 13) % services
+		sl := slices[i].DeepCopy()
+		sl.Endpoints = sl.Endpoints[:len(sl.Endpoints)-1]
+		slices[i] = sl
+		start := time.Now()
+		key := svcs[i].Namespace + "/" + svcs[i].Name
+		b, err := rs.update(map[string][]PortPlan{key: PlanService(svcs[i], slices[i:i+1], node)}, node.NodePortIPs)
+		if err != nil {
+			return res, err
+		}
+		if err := k.send(b); err != nil {
+			return res, err
+		}
+		times = append(times, time.Since(start))
+	}
+	res.EndpointRemoved = median(times)
 	return res, nil
 }
 

@@ -35,7 +35,7 @@ func TestMeasureSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d services: full %v (cpu %v), one endpoint %v, %d rules", n, res.Full, res.FullCPU, res.OneEndpoint, res.Rules)
+	t.Logf("%d services: full %v (cpu %v), one endpoint %v, one removed %v, %d rules", n, res.Full, res.FullCPU, res.OneEndpoint, res.EndpointRemoved, res.Rules)
 	if ok, err := TableExists(ns.Path, "rudder-proxy-bench"); err != nil || ok {
 		t.Fatalf("table left behind: %v %v", ok, err)
 	}
