@@ -104,6 +104,12 @@
 // restarted agent's established connections keep their conntrack NAT
 // either way. A refused transaction leads to a full sync with backoff.
 //
+// Run removes the table when it ends. While no table exists the kernel
+// has no nat hook in the namespace, so established connections through
+// services stop being translated (their packets are retransmitted) until
+// the next proxy's table is in; then conntrack's bindings apply again
+// and the connections carry on (TestProxy checks it).
+//
 // UDP has no connection end, so when a UDP service loses an endpoint,
 // or gains its first, the flows conntrack keeps for it are deleted
 // (conntrack.go).

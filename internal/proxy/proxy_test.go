@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/proxy"
 )
 
 const testNodeName = "node-a"
@@ -118,23 +119,13 @@ func TestProxy(t *testing.T) {
 		node.serve(t, b, 8080)
 	}
 	node.addOutside(t, "outside", "192.168.50.2", "192.168.50.1")
+	node.serveEcho(t, "b1", 9090)
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	p, err := New(Config{Client: c.Client, NodeName: testNodeName, NodeIPs: []netip.Addr{netip.MustParseAddr("10.42.0.1"), netip.MustParseAddr("192.168.50.1")},
-		ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), NetNSPath: node.ns.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	select {
-	case <-p.Ready():
-	case err := <-done:
-		t.Fatalf("proxy stopped: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("proxy not ready in 20 s")
-	}
+	cfg := proxy.Config{Client: c.Client, NodeName: testNodeName, NodeIPs: []netip.Addr{netip.MustParseAddr("10.42.0.1"), netip.MustParseAddr("192.168.50.1")},
+		ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), NetNSPath: node.ns.Path}
+	done := startProxy(t, ctx, cfg)
 	e := &proxyEnv{node: node, client: c.Client, ctx: ctx}
 	all := []backend{{"b1", testNodeName, true}, {"b2", testNodeName, true}, {"b3", "node-b", true}}
 
@@ -291,11 +282,62 @@ func TestProxy(t *testing.T) {
 		eventually(t, "later service answers", func() error { _, _, err := node.dialFrom("client", s2.Spec.ClusterIP+":80"); return err })
 	})
 
+	// An established connection through a service survives a restart
+	// of the proxy. While no table exists the kernel has no nat hook and
+	// does not translate its packets (they are retransmitted); the next
+	// proxy's table brings the translation back from conntrack.
+	echoSvc := e.service(t, "echo", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Port: 7, TargetPort: intstr.FromInt32(9090), Protocol: corev1.ProtocolTCP}}
+	})
+	e.slice(t, endpointSlice("echo", "echo-1", 9090, corev1.ProtocolTCP, all[:1], node.ips))
+	var conn interface {
+		Close() error
+	}
+	var held = func() error { return errors.New("no connection") }
+	eventually(t, "echo through the service", func() error {
+		c, err := node.connFrom("client", echoSvc.Spec.ClusterIP+":7")
+		if err != nil {
+			return err
+		}
+		if err := echo(c, "one"); err != nil {
+			c.Close()
+			return err
+		}
+		conn, held = c, func() error { return echo(c, "again") }
+		return nil
+	})
+	defer conn.Close()
+
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v", err)
 	}
-	if ok, err := TableExists(node.ns.Path, DefaultTable); err != nil || ok {
+	if ok, err := proxy.TableExists(node.ns.Path, proxy.DefaultTable); err != nil || ok {
 		t.Fatalf("table after stop: exists=%v err=%v", ok, err)
 	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	done = startProxy(t, ctx2, cfg)
+	eventually(t, "the established connection after a restart", held)
+	cancel2()
+	<-done
+}
+
+// startProxy runs a proxy until ctx ends and waits for its first sync.
+func startProxy(t *testing.T, ctx context.Context, cfg proxy.Config) chan error {
+	t.Helper()
+	p, err := proxy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		t.Fatalf("proxy stopped: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("proxy not ready in 20 s")
+	}
+	return done
 }

@@ -1,8 +1,9 @@
-package proxy
+package proxy_test
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/rudder-dev/rudder/internal/proxy"
 	"net"
 	"os"
 	"strings"
@@ -17,16 +18,16 @@ import (
 // gateway, 10.42.0.1/24) and pods, each its own namespace attached by
 // a veth. Nothing in it routes anywhere else.
 type testNode struct {
-	ns   *NetNS
+	ns   *proxy.NetNS
 	dir  string
-	pods map[string]*NetNS
+	pods map[string]*proxy.NetNS
 	ips  map[string]string
 }
 
 func newTestNode(t *testing.T) *testNode {
 	t.Helper()
 	requireRoot(t)
-	n := &testNode{dir: t.TempDir(), pods: map[string]*NetNS{}, ips: map[string]string{}}
+	n := &testNode{dir: t.TempDir(), pods: map[string]*proxy.NetNS{}, ips: map[string]string{}}
 	n.ns = tempNetNSIn(t, n.dir, "node")
 	err := n.ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
@@ -69,9 +70,9 @@ func newTestNode(t *testing.T) *testNode {
 	return n
 }
 
-func tempNetNSIn(t testing.TB, dir, name string) *NetNS {
+func tempNetNSIn(t testing.TB, dir, name string) *proxy.NetNS {
 	t.Helper()
-	ns, err := NewNetNS(dir, name)
+	ns, err := proxy.NewNetNS(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func tempNetNSIn(t testing.TB, dir, name string) *NetNS {
 
 // addPod creates a pod namespace with address ip (in 10.42.0.0/24) on
 // the node's bridge.
-func (n *testNode) addPod(t *testing.T, name, ip string) *NetNS {
+func (n *testNode) addPod(t *testing.T, name, ip string) *proxy.NetNS {
 	t.Helper()
 	pod := tempNetNSIn(t, n.dir, name)
 	podFd, err := unix.Open(pod.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -210,6 +211,66 @@ func (n *testNode) serve(t *testing.T, pod string, port int) {
 	}()
 }
 
+// serveEcho runs a TCP line echo server on port in the pod.
+func (n *testNode) serveEcho(t *testing.T, pod string, port int) {
+	t.Helper()
+	var ln net.Listener
+	if err := n.pods[pod].Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+}
+
+// connFrom opens a TCP connection from the pod (the socket lives in the
+// pod's namespace after Do returns).
+func (n *testNode) connFrom(pod, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.nsOf(pod).Do(func() error {
+		var err error
+		c, err = net.DialTimeout("tcp4", addr, 2*time.Second)
+		return err
+	})
+	return c, err
+}
+
+func echo(c net.Conn, msg string) error {
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintln(c, msg); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != msg {
+		return fmt.Errorf("echo %q, want %q", line, msg)
+	}
+	return nil
+}
+
 // dialFrom connects from the pod to addr over TCP and returns the
 // answering pod's name and the client address it saw.
 func (n *testNode) dialFrom(pod, addr string) (backend, seenFrom string, err error) {
@@ -263,7 +324,7 @@ func (n *testNode) udpFrom(pod, addr string, srcPort int) (string, error) {
 	return answer, err
 }
 
-func (n *testNode) nsOf(pod string) *NetNS {
+func (n *testNode) nsOf(pod string) *proxy.NetNS {
 	if pod == "node" {
 		return n.ns
 	}
