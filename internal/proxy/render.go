@@ -34,8 +34,9 @@ var (
 	dataEndpoint   = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetService)
 )
 
-// renderMu serializes rendering: the library numbers new sets from a
-// package-global counter.
+// renderMu serializes rendering (ruleset.full and update hold it): the
+// library numbers new sets from an unguarded package-global counter,
+// and `rudder up --nodes N` runs N proxies in one process.
 var renderMu sync.Mutex
 
 // batch collects one transaction's messages in a library Conn that never

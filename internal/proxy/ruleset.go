@@ -39,6 +39,8 @@ func newRuleset(table string) *ruleset {
 // removed in the same transaction, so the kernel never sees half of it.
 // On success it returns the new ruleset.
 func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr, clusterCIDR netip.Prefix) (*ruleset, *batch, error) {
+	renderMu.Lock()
+	defer renderMu.Unlock()
 	b, err := newBatch(rs.table)
 	if err != nil {
 		return nil, nil, err
@@ -100,6 +102,8 @@ func (rs *ruleset) full(all map[string][]PortPlan, nodePortIPs []netip.Addr, clu
 // changes rs to match. The caller commits the batch and, if that fails,
 // drops rs for a full resync.
 func (rs *ruleset) update(changed map[string][]PortPlan, nodePortIPs []netip.Addr) (*batch, error) {
+	renderMu.Lock()
+	defer renderMu.Unlock()
 	b, err := newBatch(rs.table)
 	if err != nil {
 		return nil, err
