@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -17,7 +18,7 @@ type ruleset struct {
 	// owners: which port plan installed each map element, so a clash
 	// (two services claiming one IP and port, a bad object) skips the
 	// second instead of failing the transaction.
-	owners      map[string]string
+	owners      map[slotKey]string
 	hairpin     map[netip.Addr]int
 	nodePortIPs []netip.Addr
 	rules       int
@@ -28,11 +29,25 @@ type ruleset struct {
 	deferPort map[string][]PortEntry
 }
 
+// slotKey is a map element's key: what must be unique in the map.
+type slotKey struct {
+	m     string
+	ip    netip.Addr
+	proto uint8
+	port  uint16
+}
+
+// elemKey is a whole element: key and verdict.
+type elemKey struct {
+	slotKey
+	chain string
+}
+
 // skeletonRules is the number of rules skeleton adds.
 const skeletonRules = 16
 
 func newRuleset(table string) *ruleset {
-	return &ruleset{table: table, services: map[string][]PortPlan{}, owners: map[string]string{}, hairpin: map[netip.Addr]int{}}
+	return &ruleset{table: table, services: map[string][]PortPlan{}, owners: map[slotKey]string{}, hairpin: map[netip.Addr]int{}}
 }
 
 // full renders the whole table from scratch: the old table (if any) is
@@ -153,21 +168,16 @@ func (rs *ruleset) applyService(b *batch, svc string, plans []PortPlan) error {
 		ip *IPEntry
 		pt *PortEntry
 	}
-	key := func(e elem) string {
+	key := func(e elem) elemKey {
 		if e.ip != nil {
-			return e.m + "|" + e.ip.String()
+			return elemKey{slotKey{e.m, e.ip.IP, e.ip.Proto, e.ip.Port}, e.ip.Chain}
 		}
-		return e.m + "|" + e.pt.String()
+		return elemKey{slotKey{m: e.m, proto: e.pt.Proto, port: e.pt.Port}, e.pt.Chain}
 	}
 	// slot is the element's key without its verdict: what must be unique.
-	slot := func(e elem) string {
-		if e.ip != nil {
-			return e.m + "|" + IPEntry{IP: e.ip.IP, Proto: e.ip.Proto, Port: e.ip.Port}.String()
-		}
-		return e.m + "|" + PortEntry{Proto: e.pt.Proto, Port: e.pt.Port}.String()
-	}
-	elems := func(ps []PortPlan) map[string]elem {
-		out := map[string]elem{}
+	slot := func(e elem) slotKey { return key(e).slotKey }
+	elems := func(ps []PortPlan) map[elemKey]elem {
+		out := map[elemKey]elem{}
 		for i := range ps {
 			p := &ps[i]
 			for j := range p.ServiceIPs {
@@ -271,7 +281,7 @@ func (rs *ruleset) applyService(b *batch, svc string, plans []PortPlan) error {
 			continue
 		}
 		if owner, taken := rs.owners[slot(e)]; taken && owner != svc {
-			slog.Warn("proxy: two services claim one address and port; keeping the first", "address", slot(e), "kept", owner, "skipped", svc)
+			slog.Warn("proxy: two services claim one address and port; keeping the first", "address", fmt.Sprint(slot(e)), "kept", owner, "skipped", svc)
 			continue
 		}
 		if err := emit(e, true); err != nil {
