@@ -16,7 +16,7 @@ func benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Run a benchmark scenario and print a table and a JSON line",
 	}
-	cmd.AddCommand(benchAPICommand(), benchStartupCommand(), benchSchedulerCommand(), benchDensityCommand(), benchChurnCommand(), benchPodsCommand(), benchCRICommand(), benchDNSCommand())
+	cmd.AddCommand(benchAPICommand(), benchStartupCommand(), benchSchedulerCommand(), benchDensityCommand(), benchChurnCommand(), benchPodsCommand(), benchCRICommand(), benchDNSCommand(), benchNetworkCommand())
 	return cmd
 }
 

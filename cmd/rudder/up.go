@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,9 @@ type agentFlags struct {
 	network, cniConfDir                                                   string
 	dnsAddr, clusterDNS, clusterDomain                                    string
 	dnsUpstreams                                                          []string
+	proxyNetNS                                                            string
+	nodePortAddresses                                                     []string
+	proxy                                                                 bool
 	kubeletPort                                                           int
 }
 
@@ -111,10 +115,13 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.cgroupRoot, "cgroup-root", "", "the cgroup pods nest under, as <root>/kubepods/... (default: the agent's own cgroup)")
 	f.StringVar(&af.network, "network", agent.NetworkBridge, `pod network: "bridge" (built-in bridge, IPAM, routes between nodes and masquerade; a CNI configuration in --cni-conf-dir replaces it), "cni" (a CNI configuration, required) or "none" (pods get loopback only)`)
 	f.StringVar(&af.cniConfDir, "cni-conf-dir", "/etc/cni/net.d", "where CNI configurations are looked for (plugins from /opt/cni/bin and /usr/lib/cni)")
-	f.StringVar(&af.dnsAddr, "dns-addr", "", "run the cluster DNS server on this address, UDP and TCP (e.g. <node-ip>:53), listed in the kube-dns Service's endpoints (default: off)")
+	f.StringVar(&af.dnsAddr, "dns-addr", agent.DNSAuto, `run the cluster DNS server on this address, UDP and TCP, listed in the kube-dns Service's endpoints; "auto": <node-ip>:53 when the node has a pod network; "" or "off": none`)
 	f.StringSliceVar(&af.dnsUpstreams, "dns-upstream", nil, "resolvers the cluster DNS forwards other names to, ip[:port] (default: the host's /etc/resolv.conf)")
 	f.StringVar(&af.clusterDNS, "cluster-dns", agent.DefaultClusterDNS, "the nameserver of pods with dnsPolicy ClusterFirst (the kube-dns Service)")
 	f.StringVar(&af.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
+	f.BoolVar(&af.proxy, "proxy", true, `run the service proxy (nftables rules for Services, in the node's network namespace); off with --network=none`)
+	f.StringVar(&af.proxyNetNS, "proxy-netns", "", "the network namespace file the proxy's rules go in (default: the agent's own)")
+	f.StringSliceVar(&af.nodePortAddresses, "nodeport-addresses", nil, "prefixes of the node addresses NodePorts answer on (default: the node IP)")
 }
 
 func (af *agentFlags) config(dataDir string) (agent.Config, error) {
@@ -134,7 +141,20 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 	if clusterDNS == nil {
 		return agent.Config{}, fmt.Errorf("--cluster-dns %q is not an IP address", af.clusterDNS)
 	}
+	px := agent.Proxy{Enabled: af.proxy && af.network != agent.NetworkNone, NetNSPath: af.proxyNetNS}
+	dnsAddr := af.dnsAddr
+	if dnsAddr == "off" {
+		dnsAddr = ""
+	}
+	for _, s := range af.nodePortAddresses {
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			return agent.Config{}, fmt.Errorf("--nodeport-addresses %q: %w", s, err)
+		}
+		px.NodePortAddresses = append(px.NodePortAddresses, pf.Masked())
+	}
 	return agent.Config{
+		Proxy:           px,
 		NodeName:        name,
 		NodeIP:          ip,
 		Dir:             filepath.Join(dataDir, "agent"),
@@ -146,7 +166,7 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 		CgroupRoot:      af.cgroupRoot,
 		Network:         af.network,
 		CNIConfDir:      af.cniConfDir,
-		DNSAddr:         af.dnsAddr,
+		DNSAddr:         dnsAddr,
 		DNSUpstreams:    af.dnsUpstreams,
 		ClusterDNS:      clusterDNS,
 		ClusterDomain:   af.clusterDomain,

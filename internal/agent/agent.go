@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"sync"
 
@@ -72,6 +73,25 @@ type Config struct {
 	// (cluster.local).
 	ClusterDNS    net.IP
 	ClusterDomain string
+
+	// Proxy runs the service proxy: nftables rules for Services in the
+	// network namespace at NetNSPath ("" = the agent's own). Off by
+	// default: an agent sharing the host's namespace (the in-process
+	// tests, `rudder up` without its own node network) must not put
+	// rules in the host.
+	Proxy Proxy
+}
+
+// Proxy configures the agent's service proxy.
+type Proxy struct {
+	Enabled bool
+	// NetNSPath is the node's network namespace ("" = the agent's).
+	NetNSPath string
+	// ClusterCIDR is the pods' range (masquerade decisions).
+	ClusterCIDR netip.Prefix
+	// NodePortAddresses narrows where NodePorts answer (empty: the
+	// node's InternalIP).
+	NodePortAddresses []netip.Prefix
 }
 
 // Network modes (Config.Network).

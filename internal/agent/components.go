@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"net/netip"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/rudder-dev/rudder/internal/kubelet"
 	"github.com/rudder-dev/rudder/internal/network"
+	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/runtime"
 	"github.com/rudder-dev/rudder/internal/runtime/image"
 	"github.com/rudder-dev/rudder/internal/runtime/streaming"
@@ -139,15 +142,7 @@ func gcNetwork(ctx context.Context, rt *runtime.Runtime, n *network.Network) err
 
 // nodeClient is a client of the API server as the node itself.
 func (a *Agent) nodeClient(userAgent string) (kubernetes.Interface, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", a.cfg.Credentials.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("node credentials: %w", err)
-	}
-	rc.UserAgent = userAgent
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	rc.QPS, rc.Burst = 50, 100
-	return kubernetes.NewForConfig(rc)
+	return clientFor(a.cfg.Credentials.Kubeconfig, userAgent)
 }
 
 // waitSocket waits until the runtime's socket exists.
@@ -176,7 +171,80 @@ func (a *Agent) startComponents(ctx context.Context) error {
 			return err
 		}
 	}
-	return a.startKubelet(ctx)
+	if err := a.startKubelet(ctx); err != nil {
+		return err
+	}
+	if a.cfg.Proxy.Enabled {
+		return a.startProxy(ctx)
+	}
+	return nil
+}
+
+// proxyClusterCIDR is the pods' IPv4 range the proxy masquerades by:
+// Proxy.ClusterCIDR, else the first IPv4 one of ClusterCIDRs.
+func proxyClusterCIDR(cfg Config) netip.Prefix {
+	if cfg.Proxy.ClusterCIDR.IsValid() {
+		return cfg.Proxy.ClusterCIDR
+	}
+	for _, c := range cfg.ClusterCIDRs {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil && p.Addr().Is4() {
+			return p.Masked()
+		}
+	}
+	return netip.Prefix{}
+}
+
+// startProxy starts the service proxy as the node's identity; it keeps
+// the node's nftables table until the agent stops, then removes it.
+func (a *Agent) startProxy(ctx context.Context) error {
+	cfg := a.cfg
+	kc := cfg.Credentials.ProxyKubeconfig
+	if kc == "" {
+		// A joined node runs its proxy as itself: nodes may read
+		// Services and EndpointSlices (the cluster DNS's RBAC grants it).
+		kc = cfg.Credentials.Kubeconfig
+	}
+	client, err := clientFor(kc, "rudder-proxy/"+cfg.NodeName)
+	if err != nil {
+		return err
+	}
+	var nodeIPs []netip.Addr
+	if ip, ok := netip.AddrFromSlice(cfg.NodeIP.To4()); ok && !ip.IsLoopback() {
+		nodeIPs = append(nodeIPs, ip)
+	}
+	p, err := proxy.New(proxy.Config{
+		Client:            client,
+		NodeName:          cfg.NodeName,
+		NodeIPs:           nodeIPs,
+		NodePortAddresses: cfg.Proxy.NodePortAddresses,
+		ClusterCIDR:       proxyClusterCIDR(cfg),
+		NetNSPath:         cfg.Proxy.NetNSPath,
+	})
+	if err != nil {
+		return err
+	}
+	a.run("proxy", func() error { return p.Run(ctx) })
+	select {
+	case <-p.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(60 * time.Second):
+		return errors.New("proxy: no first sync within 60 s")
+	}
+}
+
+// clientFor is a protobuf client with the credentials in kubeconfig.
+func clientFor(kubeconfig, userAgent string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("node credentials: %w", err)
+	}
+	rc.UserAgent = userAgent
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.QPS, rc.Burst = 50, 100
+	return kubernetes.NewForConfig(rc)
 }
 
 // runtimeEndpoint is the CRI endpoint the kubelet uses.

@@ -34,6 +34,10 @@ const nodeCertTTL = 365 * 24 * time.Hour
 type Credentials struct {
 	// Kubeconfig reaches the API server as system:node:<name>.
 	Kubeconfig string
+	// ProxyKubeconfig reaches it as system:kube-proxy (bound to
+	// system:node-proxier: Services, EndpointSlices, Nodes), for the
+	// service proxy; empty when the agent has no such identity.
+	ProxyKubeconfig string
 	// ServingCert is the kubelet API's certificate.
 	ServingCert tls.Certificate
 	// ClientCAs verify callers of the kubelet API (the API server's
@@ -61,5 +65,13 @@ func LocalCredentials(bundle *pki.Bundle, dir, serverURL, nodeName string, nodeI
 	if err != nil {
 		return Credentials{}, fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	return Credentials{Kubeconfig: kc, ServingCert: serving, ClientCAs: bundle.CAPool}, nil
+	proxyCert, proxyKey, err := bundle.IssueClientCert("system:kube-proxy", nil, nodeCertTTL)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("proxy client certificate: %w", err)
+	}
+	pkc := filepath.Join(dir, "proxy.kubeconfig")
+	if err := pki.WriteKubeconfig(pkc, serverURL, bundle.CAPEM, proxyCert, proxyKey, "system:kube-proxy"); err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{Kubeconfig: kc, ProxyKubeconfig: pkc, ServingCert: serving, ClientCAs: bundle.CAPool}, nil
 }

@@ -35,10 +35,28 @@ const (
 	dnsSliceRefresh   = 30 * time.Second
 )
 
+// DNSAuto as Config.DNSAddr serves the cluster DNS on the node's IP,
+// port 53, when the node has a pod network (Network is not none and the
+// node IP is not loopback); if that address cannot be had (another DNS
+// server holds it) the node runs without, saying so.
+const DNSAuto = "auto"
+
 // startDNS starts the DNS server and the publisher of its endpoint.
 func (a *Agent) startDNS(ctx context.Context, client kubernetes.Interface) error {
-	s, err := dns.New(dns.Config{Client: client, Addrs: []string{a.cfg.DNSAddr}, ClusterDomain: a.cfg.ClusterDomain,
+	addr, auto := a.cfg.DNSAddr, a.cfg.DNSAddr == DNSAuto
+	if auto {
+		if a.cfg.Network == NetworkNone || a.cfg.NodeIP == nil || a.cfg.NodeIP.IsLoopback() {
+			slog.Info("cluster DNS not started: the node has no pod network", "network", a.cfg.Network, "nodeIP", a.cfg.NodeIP)
+			return nil
+		}
+		addr = net.JoinHostPort(a.cfg.NodeIP.String(), "53")
+	}
+	s, err := dns.New(dns.Config{Client: client, Addrs: []string{addr}, ClusterDomain: a.cfg.ClusterDomain,
 		Upstreams: a.cfg.DNSUpstreams})
+	if err != nil && auto {
+		slog.Warn("cluster DNS not started on this node (pass --dns-addr to choose an address)", "addr", addr, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

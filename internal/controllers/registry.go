@@ -29,6 +29,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/resourcequota"
 	"github.com/rudder-dev/rudder/internal/controllers/rootcacert"
 	"github.com/rudder-dev/rudder/internal/controllers/serviceaccount"
+	"github.com/rudder-dev/rudder/internal/controllers/servicelb"
 	"github.com/rudder-dev/rudder/internal/controllers/statefulset"
 	"github.com/rudder-dev/rudder/internal/controllers/ttlafterfinished"
 )
@@ -76,6 +77,8 @@ func Descriptors(cfg Config) []controller.Descriptor {
 		pvcprotection.Descriptor,
 		pvprotection.Descriptor,
 		ttlafterfinished.Descriptor,
+		// rudder's load balancer: LoadBalancer Services get the nodes' IPs.
+		servicelb.Descriptor,
 		certificates.ApprovingDescriptor,
 		// Off by default upstream, where kubeadm turns them on; rudder
 		// issues bootstrap tokens itself (rudder token create), so on.

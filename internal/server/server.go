@@ -35,6 +35,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
 	"github.com/rudder-dev/rudder/internal/pki"
+	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/scheduler"
 	"github.com/rudder-dev/rudder/internal/simnode"
 	"github.com/rudder-dev/rudder/internal/storage"
@@ -275,10 +276,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	// One /metrics for the whole control plane: the API server's own,
 	// those of the in-process scheduler and controllers, and the process's
-	// (go_* and process_*, as every upstream component serves them).
+	// (go_* and process_*, as every upstream component serves them), and
+	// the service proxy's when `rudder up` runs an agent in this process.
 	metrics := prometheus.NewRegistry()
 	runtimeCollectors := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
-	for _, group := range [][]prometheus.Collector{runtimeCollectors, scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors()} {
+	for _, group := range [][]prometheus.Collector{runtimeCollectors, scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors(), proxy.Collectors()} {
 		for _, c := range group {
 			if err := metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("metrics: %w", err)
