@@ -126,6 +126,12 @@ func TestUpNodes(t *testing.T) {
 		})
 	}
 
+	var nodeIPs []string
+	for _, n := range nodes.Items {
+		nodeIPs = append(nodeIPs, internalIP(&n))
+	}
+	checkClusterNetwork(t, k, "on-node-1", nodeIPs)
+
 	agents := nodeAgents(t, up.pid())
 	if len(agents) != 2 {
 		t.Fatalf("node agents of rudder up: %v, want node-1 and node-2", agents)
