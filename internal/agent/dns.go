@@ -35,28 +35,108 @@ const (
 	dnsSliceRefresh   = 30 * time.Second
 )
 
-// DNSAuto as Config.DNSAddr serves the cluster DNS on the node's IP,
-// port 53, when the node has a pod network (Network is not none and the
-// node IP is not loopback); if that address cannot be had (another DNS
-// server holds it) the node runs without, saying so.
+// DNSAuto as Config.DNSAddr serves the cluster DNS where every pod can
+// reach it without anything else listening there: with the built-in
+// bridge network, the gateway of the node's pod CIDR (its first address,
+// on the bridge; pods of other nodes reach it through the routes between
+// nodes), once the node has its CIDR; with a CNI network, the node's IP
+// unless it is loopback. If that address cannot be had the node runs
+// without a DNS server, saying so; --dns-addr names another.
 const DNSAuto = "auto"
 
 // startDNS starts the DNS server and the publisher of its endpoint.
 func (a *Agent) startDNS(ctx context.Context, client kubernetes.Interface) error {
-	addr, auto := a.cfg.DNSAddr, a.cfg.DNSAddr == DNSAuto
-	if auto {
-		if a.cfg.Network == NetworkNone || a.cfg.NodeIP == nil || a.cfg.NodeIP.IsLoopback() {
-			slog.Info("cluster DNS not started: the node has no pod network", "network", a.cfg.Network, "nodeIP", a.cfg.NodeIP)
-			return nil
-		}
-		addr = net.JoinHostPort(a.cfg.NodeIP.String(), "53")
+	if a.cfg.DNSAddr != DNSAuto {
+		return a.serveDNS(ctx, client, a.cfg.DNSAddr)
 	}
-	s, err := dns.New(dns.Config{Client: client, Addrs: []string{addr}, ClusterDomain: a.cfg.ClusterDomain,
-		Upstreams: a.cfg.DNSUpstreams})
-	if err != nil && auto {
-		slog.Warn("cluster DNS not started on this node (pass --dns-addr to choose an address)", "addr", addr, "err", err)
+	switch {
+	case a.cfg.Network == NetworkNone:
+		slog.Info("cluster DNS not started: the node has no pod network")
+		return nil
+	case a.cfg.Network == NetworkBridge:
+		// The bridge gets its gateway once the node has a pod CIDR: wait
+		// for it in the background rather than hold the agent's start.
+		a.run("dns", func() error {
+			addr, err := a.bridgeDNSAddr(ctx, client)
+			if err != nil {
+				if ctx.Err() == nil {
+					slog.Warn("cluster DNS not started on this node (pass --dns-addr to choose an address)", "err", err)
+				}
+				return nil
+			}
+			if err := a.serveDNS(ctx, client, addr); err != nil {
+				slog.Warn("cluster DNS not started on this node (pass --dns-addr to choose an address)", "addr", addr, "err", err)
+			}
+			return nil
+		})
+		return nil
+	case a.cfg.NodeIP == nil || a.cfg.NodeIP.IsLoopback():
+		slog.Info("cluster DNS not started: the node's IP is loopback (pass --dns-addr)", "nodeIP", a.cfg.NodeIP)
 		return nil
 	}
+	addr := net.JoinHostPort(a.cfg.NodeIP.String(), "53")
+	if err := a.serveDNS(ctx, client, addr); err != nil {
+		slog.Warn("cluster DNS not started on this node (pass --dns-addr to choose an address)", "addr", addr, "err", err)
+	}
+	return nil
+}
+
+// bridgeDNSAddr waits until the node has a pod CIDR and its gateway is an
+// address of this network namespace, and returns <gateway>:53.
+func (a *Agent) bridgeDNSAddr(ctx context.Context, client kubernetes.Interface) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if gw := a.podGateway(ctx, client); gw != nil && localAddress(gw) {
+			return net.JoinHostPort(gw.String(), "53"), nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no pod network gateway on this node within 2 minutes")
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// podGateway is the first address of the node's (first) pod CIDR, nil
+// while it has none.
+func (a *Agent) podGateway(ctx context.Context, client kubernetes.Interface) net.IP {
+	n, err := client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+	if err != nil || n.Spec.PodCIDR == "" {
+		return nil
+	}
+	_, cidr, err := net.ParseCIDR(n.Spec.PodCIDR)
+	if err != nil {
+		return nil
+	}
+	gw := slicesClone(cidr.IP)
+	gw[len(gw)-1]++
+	return gw
+}
+
+func slicesClone(ip net.IP) net.IP { return append(net.IP(nil), ip...) }
+
+// localAddress reports whether ip is assigned to an interface here.
+func localAddress(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveDNS serves the cluster DNS on addr and lists it in the kube-dns
+// endpoints.
+func (a *Agent) serveDNS(ctx context.Context, client kubernetes.Interface, addr string) error {
+	s, err := dns.New(dns.Config{Client: client, Addrs: []string{addr}, ClusterDomain: a.cfg.ClusterDomain,
+		Upstreams: a.cfg.DNSUpstreams})
 	if err != nil {
 		return err
 	}
@@ -66,6 +146,7 @@ func (a *Agent) startDNS(ctx context.Context, client kubernetes.Interface) error
 		slog.Info("cluster DNS on loopback only: not listed in the kube-dns endpoints", "addr", s.Addrs()[0])
 		return nil
 	}
+	slog.Info("cluster DNS serving", "addr", s.Addrs()[0])
 	p := &dnsPublisher{client: client, node: a.cfg.NodeName, ip: ip, port: port}
 	a.run("dns-endpoints", func() error { return p.run(ctx) })
 	return nil
