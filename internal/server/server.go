@@ -400,7 +400,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.startControllers(ctx, cfg, port)
 	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), port),
-		ip: advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second}
+		ip: advertiseAddress(cfg.AdvertiseAddress, cfg.BindAddress), port: int32(port), interval: 10 * time.Second,
+		serviceCIDRs: []string{svcNet.CIDR.String()}}
 	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {

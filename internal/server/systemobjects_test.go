@@ -4,12 +4,14 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -111,6 +113,38 @@ func TestSystemObjectsRecreated(t *testing.T) {
 			}
 			if rv := cur.GetResourceVersion(); kept[o.kind] != "" && rv != kept[o.kind] {
 				t.Errorf("%s rewritten by a pass (resourceVersion %s, was %s)", o.kind, rv, kept[o.kind])
+			}
+		}
+	})
+
+	// The default ServiceCIDR is the service range, Ready as upstream's
+	// default-servicecidr controller marks it, and comes back when deleted.
+	t.Run("default servicecidr", func(t *testing.T) {
+		var uid types.UID
+		for round := range 2 {
+			eventually(t, 20*time.Second, "servicecidr kubernetes Ready", func() (bool, error) {
+				c, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				if !slices.Equal(c.Spec.CIDRs, []string{"10.96.0.0/12"}) {
+					t.Fatalf("cidrs %v, want the default service range", c.Spec.CIDRs)
+				}
+				if c.UID == uid {
+					return false, nil
+				}
+				uid = c.UID
+				return apimeta.IsStatusConditionTrue(c.Status.Conditions, "Ready"), nil
+			})
+			if round == 0 {
+				out := k.ok(t, "get", "servicecidr")
+				if !strings.Contains(out, "kubernetes   10.96.0.0/12") {
+					t.Errorf("kubectl get servicecidr:\n%s", out)
+				}
+				k.ok(t, "delete", "servicecidr", "kubernetes")
 			}
 		}
 	})
