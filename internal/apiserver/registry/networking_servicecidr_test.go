@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-
 func TestServiceCIDRValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
