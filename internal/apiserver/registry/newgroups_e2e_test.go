@@ -9,6 +9,7 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +30,7 @@ func TestNewAPIGroupsEndToEnd(t *testing.T) {
 
 	t.Run("volumeattributesclasses", func(t *testing.T) { checkVolumeAttributesClasses(ctx, t, cs) })
 	t.Run("servicecidrs", func(t *testing.T) { checkServiceCIDRs(ctx, t, cs) })
+	t.Run("dra", func(t *testing.T) { checkDRA(ctx, t, cs) })
 	t.Run("kubectl", func(t *testing.T) { checkNewGroupsKubectl(t, c.Server.Kubeconfig) })
 }
 
@@ -166,10 +168,99 @@ var newGroupsKubectlGets = []struct {
 	{"volumeattributesclasses", "NAME DRIVERNAME AGE", []string{"gold ebs.csi.aws.com"}},
 	{"servicecidrs", "NAME CIDRS AGE", nil},
 	{"ipaddresses", "NAME PARENTREF AGE", []string{"10.200.0.7 services/default/web"}},
+	{"deviceclasses", "NAME AGE", []string{"gpu.example.com"}},
+	{"resourceclaims", "NAME STATE AGE", []string{"gpu allocated,reserved", "spare pending"}},
+	{"resourceclaimtemplates", "NAME AGE", []string{"gpu"}},
+	{"resourceslices", "NAME NODE DRIVER POOL AGE", []string{"node-1-gpu node-1 gpu.example.com node-1"}},
 }
 
 var newGroupsAPIResources = []string{
 	"volumeattributesclasses vac storage.k8s.io/v1 false VolumeAttributesClass",
 	"servicecidrs networking.k8s.io/v1 false ServiceCIDR",
 	"ipaddresses ip networking.k8s.io/v1 false IPAddress",
+	"deviceclasses resource.k8s.io/v1 false DeviceClass",
+	"resourceclaims resource.k8s.io/v1 true ResourceClaim",
+	"resourceclaimtemplates resource.k8s.io/v1 true ResourceClaimTemplate",
+	"resourceslices resource.k8s.io/v1 false ResourceSlice",
+}
+
+func checkDRA(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	rs := cs.ResourceV1()
+	sel := func(expr string) []resourcev1.DeviceSelector {
+		return []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: expr}}}
+	}
+	class, err := rs.DeviceClasses().Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: sel(`device.driver == "gpu.example.com"`)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if class.Generation != 1 {
+		t.Errorf("generation %d", class.Generation)
+	}
+	_, err = rs.DeviceClasses().Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "broken"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: sel(`device.driver ==`)}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.selectors[0].cel.expression")
+
+	slice, err := rs.ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: new("node-1"),
+			Pool:    resourcev1.ResourcePool{Name: "node-1", ResourceSliceCount: 1},
+			Devices: []resourcev1.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice.Spec.NodeName = new("node-2")
+	_, err = rs.ResourceSlices().Update(ctx, slice, metav1.UpdateOptions{})
+	wantInvalid(t, err, "spec.nodeName")
+	bySel, err := rs.ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
+	if err != nil || len(bySel.Items) != 1 {
+		t.Fatalf("slices of node-1: %v %v", bySel, err)
+	}
+
+	claims := rs.ResourceClaims("default")
+	spec := resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+		Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}
+	claim, err := claims.Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := claim.Spec.Devices.Requests[0].Exactly; e.Count != 1 || e.AllocationMode != resourcev1.DeviceAllocationModeExactCount {
+		t.Errorf("defaults: %+v", e)
+	}
+	if _, err := claims.Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "spare"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's write: allocation and the pod reserving the claim.
+	claim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+		Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0"}}}}
+	claim.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "web", UID: "0b5a"}}
+	if claim, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Allocation.Devices.Results[0].Device = "gpu-1"
+	_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+	wantInvalid(t, err, "status.allocation")
+	claim, err = claims.Get(ctx, "gpu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Spec.Devices.Requests[0].Exactly.Count = 2
+	_, err = claims.Update(ctx, claim, metav1.UpdateOptions{})
+	wantInvalid(t, err, "spec")
+
+	tmpls := rs.ResourceClaimTemplates("default")
+	if _, err := tmpls.Create(ctx, &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmpls.Delete(ctx, "gpu", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmpls.Create(ctx, &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: spec}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := claims.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("claims: %v %v", list, err)
+	}
 }

@@ -21,6 +21,7 @@ func All() []*Resource {
 		networkingResources(),
 		policyResources(),
 		rbacResources(),
+		resourceResources(),
 		storageResources(),
 		schedulingResources(),
 		nodeResources(),
