@@ -148,4 +148,3 @@ var resourceSliceTable = &Table{
 		return []interface{}{s.Name, node, s.Spec.Driver, s.Spec.Pool.Name, Age(s.CreationTimestamp)}
 	},
 }
-
