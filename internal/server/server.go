@@ -498,6 +498,7 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 	for _, pc := range registry.SystemPriorityClasses() {
 		objs = append(objs, pc)
 	}
+	objs = append(objs, registry.FlowControlBootstrap()...)
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

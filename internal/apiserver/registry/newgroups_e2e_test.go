@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -31,6 +32,7 @@ func TestNewAPIGroupsEndToEnd(t *testing.T) {
 	t.Run("volumeattributesclasses", func(t *testing.T) { checkVolumeAttributesClasses(ctx, t, cs) })
 	t.Run("servicecidrs", func(t *testing.T) { checkServiceCIDRs(ctx, t, cs) })
 	t.Run("dra", func(t *testing.T) { checkDRA(ctx, t, cs) })
+	t.Run("flowcontrol", func(t *testing.T) { checkFlowControl(ctx, t, cs) })
 	t.Run("kubectl", func(t *testing.T) { checkNewGroupsKubectl(t, c.Server.Kubeconfig) })
 }
 
@@ -172,6 +174,10 @@ var newGroupsKubectlGets = []struct {
 	{"resourceclaims", "NAME STATE AGE", []string{"gpu allocated,reserved", "spare pending"}},
 	{"resourceclaimtemplates", "NAME AGE", []string{"gpu"}},
 	{"resourceslices", "NAME NODE DRIVER POOL AGE", []string{"node-1-gpu node-1 gpu.example.com node-1"}},
+	{"flowschemas", "NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL",
+		[]string{"exempt exempt 1 <none>", "probes exempt 2 <none>", "team-a workload-low 500 ByUser"}},
+	{"prioritylevelconfigurations", "NAME TYPE NOMINALCONCURRENCYSHARES QUEUES HANDSIZE QUEUELENGTHLIMIT AGE",
+		[]string{"exempt Exempt <none> <none> <none> <none>", "catch-all Limited 5 <none> <none> <none>", "global-default Limited 20 128 6 50"}},
 }
 
 var newGroupsAPIResources = []string{
@@ -182,6 +188,8 @@ var newGroupsAPIResources = []string{
 	"resourceclaims resource.k8s.io/v1 true ResourceClaim",
 	"resourceclaimtemplates resource.k8s.io/v1 true ResourceClaimTemplate",
 	"resourceslices resource.k8s.io/v1 false ResourceSlice",
+	"flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema",
+	"prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration",
 }
 
 func checkDRA(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
@@ -262,5 +270,56 @@ func checkDRA(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	list, err := claims.List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 2 {
 		t.Fatalf("claims: %v %v", list, err)
+	}
+}
+
+func checkFlowControl(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	fc := cs.FlowcontrolV1()
+	// The server's bootstrap: mandatory and suggested objects.
+	fsList, err := fc.FlowSchemas().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plList, err := fc.PriorityLevelConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fsList.Items) != 13 || len(plList.Items) != 8 {
+		t.Errorf("bootstrap: %d flow schemas, %d priority levels; want 13 and 8", len(fsList.Items), len(plList.Items))
+	}
+	exempt, err := fc.FlowSchemas().Get(ctx, "exempt", metav1.GetOptions{})
+	if err != nil || exempt.Spec.MatchingPrecedence != 1 || exempt.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "true" {
+		t.Errorf("exempt: %+v %v", exempt, err)
+	}
+
+	pl, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{LimitResponse: flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *pl.Spec.Limited.NominalConcurrencyShares != 30 {
+		t.Errorf("defaults: %+v", pl.Spec.Limited)
+	}
+	pl.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "Seen", Status: flowcontrolv1.ConditionTrue}}
+	if _, err := fc.PriorityLevelConfigurations().UpdateStatus(ctx, pl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "workload-low"},
+			MatchingPrecedence: 500, DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects:      []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: "team-a"}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"team-a"}}}}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.Spec.MatchingPrecedence = 20000
+	_, err = fc.FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{})
+	wantInvalid(t, err, "spec.matchingPrecedence")
+	if err := fc.PriorityLevelConfigurations().Delete(ctx, "team-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -18,6 +18,7 @@ func All() []*Resource {
 		coordinationResources(),
 		discoveryResources(),
 		eventsResources(),
+		flowcontrolResources(),
 		networkingResources(),
 		policyResources(),
 		rbacResources(),
