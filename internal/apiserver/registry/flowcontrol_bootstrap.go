@@ -31,7 +31,7 @@ func FlowControlBootstrap() []runtime.Object {
 	all := []flowcontrolv1.PolicyRulesWithSubjects{}
 	everything := func(subjects ...flowcontrolv1.Subject) []flowcontrolv1.PolicyRulesWithSubjects {
 		return append(all, flowcontrolv1.PolicyRulesWithSubjects{Subjects: subjects,
-			ResourceRules: []flowcontrolv1.ResourcePolicyRule{flowResourceRule([]string{"*"}, []string{"*"}, []string{"*"}, []string{"*"}, true)},
+			ResourceRules:    []flowcontrolv1.ResourcePolicyRule{flowResourceRule([]string{"*"}, []string{"*"}, []string{"*"}, []string{"*"}, true)},
 			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}})
 	}
 	getCreateUpdate := []string{"get", "create", "update"}
