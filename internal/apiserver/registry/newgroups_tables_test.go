@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -68,6 +69,14 @@ func newGroupsTableCases(now time.Time) []tableCase {
 		}},
 		{"flowcontrol.apiserver.k8s.io", "flowschemas", []runtime.Object{exemptFS, dangling}},
 		{"flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations", []runtime.Object{exemptPL, catchAll, globalPL}},
+		{"", "componentstatuses", []runtime.Object{
+			&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "controller-manager"},
+				Conditions: []corev1.ComponentCondition{{Type: corev1.ComponentHealthy, Status: corev1.ConditionFalse,
+					Error: `Get "https://127.0.0.1:10257/healthz": dial tcp 127.0.0.1:10257: connect: connection refused`}}},
+			&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "etcd-0"},
+				Conditions: []corev1.ComponentCondition{{Type: corev1.ComponentHealthy, Status: corev1.ConditionTrue, Message: "ok"}}},
+			&corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}},
+		}},
 	}
 }
 
