@@ -20,6 +20,17 @@ import (
 // taken. The API server creates the ServiceCIDR named "kubernetes" from
 // --service-cluster-ip-range at start (DefaultServiceCIDRName); more may
 // be added to grow the service network.
+//
+// Not yet: rudder's allocator (internal/apiserver/services.go) does not
+// allocate from these objects. It takes a cluster IP with a
+// compare-and-swap create of the raw etcd key
+// /registry/ranges/serviceips/<ip> (value "namespace/name"), outside the
+// object pipeline, and only from --service-cluster-ip-range: IPAddress
+// objects are served and validated but not written for Services, and
+// extra ServiceCIDRs do not widen the range. Making the allocation key the
+// IPAddress object itself means encoding a full object (uid, timestamps,
+// managedFields) in the allocator and migrating the existing keys and
+// their repair loop; that is the allocator's rewrite, left for it.
 
 // DefaultServiceCIDRName is the ServiceCIDR the API server keeps for its
 // --service-cluster-ip-range, as upstream names it.
