@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,6 +75,7 @@ func (o *systemObjects) run(ctx context.Context) {
 		named.Core().V1().Endpoints().Informer(),
 		named.Discovery().V1().EndpointSlices().Informer(),
 		all.Networking().V1().ServiceCIDRs().Informer(),
+		all.Flowcontrol().V1().PriorityLevelConfigurations().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(onDelete); err != nil {
 			slog.Error("system objects: watch", "err", err)
@@ -112,6 +114,9 @@ func (o *systemObjects) reconcile(ctx context.Context) error {
 		return err
 	}
 	if err := o.reconcileServiceCIDR(ctx); err != nil {
+		return err
+	}
+	if err := o.reconcileFlowSchemaStatus(ctx); err != nil {
 		return err
 	}
 	if o.ip == nil {
@@ -271,6 +276,52 @@ func (o *systemObjects) reconcileServiceCIDR(ctx context.Context) error {
 		Status: metav1.ConditionTrue, Message: "Kubernetes default Service CIDR is ready"})
 	if _, err := cidrs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("servicecidr %s status: %w", registry.DefaultServiceCIDRName, err)
+	}
+	return nil
+}
+
+// reconcileFlowSchemaStatus keeps each FlowSchema's Dangling condition,
+// as upstream's API Priority and Fairness configuration controller does
+// (kubectl's MISSINGPL column): False when the priority level it names
+// exists, True when it does not. Only changed conditions are written.
+func (o *systemObjects) reconcileFlowSchemaStatus(ctx context.Context) error {
+	fc := o.client.FlowcontrolV1()
+	levels, err := fc.PriorityLevelConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("prioritylevelconfigurations: %w", err)
+	}
+	exists := map[string]bool{}
+	for _, pl := range levels.Items {
+		exists[pl.Name] = true
+	}
+	schemas, err := fc.FlowSchemas().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("flowschemas: %w", err)
+	}
+	for i := range schemas.Items {
+		fs := &schemas.Items[i]
+		level := fs.Spec.PriorityLevelConfiguration.Name
+		want := flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse,
+			Reason: "Found", Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists", level)}
+		if !exists[level] {
+			want.Status, want.Reason = flowcontrolv1.ConditionTrue, "NotFound"
+			want.Message = fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q but there is no such object", level)
+		}
+		idx := slices.IndexFunc(fs.Status.Conditions, func(c flowcontrolv1.FlowSchemaCondition) bool { return c.Type == want.Type })
+		if idx >= 0 {
+			cur := fs.Status.Conditions[idx]
+			if cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
+				continue
+			}
+			want.LastTransitionTime = metav1.Now()
+			fs.Status.Conditions[idx] = want
+		} else {
+			want.LastTransitionTime = metav1.Now()
+			fs.Status.Conditions = append(fs.Status.Conditions, want)
+		}
+		if _, err := fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("flowschema %s status: %w", fs.Name, err)
+		}
 	}
 	return nil
 }

@@ -149,6 +149,32 @@ func TestSystemObjectsRecreated(t *testing.T) {
 		}
 	})
 
+	// Each FlowSchema says whether its priority level exists (kubectl's
+	// MISSINGPL), as upstream's APF configuration controller keeps it.
+	t.Run("flowschema dangling condition", func(t *testing.T) {
+		dangling := func(name string) func() (bool, error) {
+			return func() (bool, error) {
+				fs, err := cs.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				for _, c := range fs.Status.Conditions {
+					if c.Type == "Dangling" {
+						return string(c.Status) == map[string]string{"exempt": "False", "service-accounts": "True"}[name], nil
+					}
+				}
+				return false, nil
+			}
+		}
+		eventually(t, 20*time.Second, "exempt Dangling=False", dangling("exempt"))
+		k.ok(t, "delete", "prioritylevelconfiguration", "workload-low")
+		eventually(t, 20*time.Second, "service-accounts Dangling=True", dangling("service-accounts"))
+		out := k.ok(t, "get", "flowschemas", "exempt", "service-accounts")
+		if !strings.Contains(out, "MISSINGPL") || !strings.HasSuffix(strings.TrimSpace(strings.Split(out, "\n")[1]), "False") {
+			t.Errorf("kubectl get flowschemas:\n%s", out)
+		}
+	})
+
 	for _, name := range []string{"default", "kube-system", "kube-public"} {
 		t.Run(name+" cannot be deleted", func(t *testing.T) {
 			r := k.run(t, "", "delete", "namespace", name)
