@@ -26,6 +26,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	if v, ok := s.virtual[gvr]; ok && len(info.Parts) <= 3 {
+		if v.res.Computed {
+			v.serveComputed(w, r, info)
+			return
+		}
 		v.serveReview(w, r, info)
 		return
 	}

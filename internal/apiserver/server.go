@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,11 @@ type Server struct {
 	// virtual are the resources with no storage (reviews): no cache, only
 	// create, answered by the handler's review func.
 	virtual map[schema.GroupVersionResource]*resourceHandler
+
+	// componentChecks are the in-process components' health checks for
+	// componentstatuses (componentstatus.go).
+	componentMu     sync.Mutex
+	componentChecks map[string]ComponentCheck
 	// saTokens issues and publishes service-account tokens; nil until
 	// SetServiceAccountTokens.
 	saTokens *serviceAccountTokens
@@ -155,7 +161,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: resource %s registered twice", gvr)
 		}
 		h := &resourceHandler{s: s, res: res, gvk: res.GroupVersionKind(), gr: gvr.GroupResource(), deprecation: deprecationWarning(res)}
-		if res.Virtual {
+		if res.Virtual && res.Computed {
+			s.virtual[gvr] = h
+		} else if res.Virtual {
 			if h.review = s.reviewFor(gvr.GroupResource()); h.review == nil {
 				return nil, fmt.Errorf("apiserver: virtual resource %s has no review", gvr)
 			}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/rudder-dev/rudder/internal/apiserver"
 	"github.com/rudder-dev/rudder/internal/auth"
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers"
@@ -74,12 +76,30 @@ func (s *Server) startScheduler(ctx context.Context, cfg Config, port int) error
 	if err != nil {
 		return err
 	}
+	done := s.inProcessHealth("scheduler")
 	s.spawn(func() {
+		defer close(done)
 		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
 			slog.Error("scheduler stopped", "err", err)
 		}
 	})
 	return nil
+}
+
+// inProcessHealth registers an in-process component's check for
+// componentstatuses: healthy while it runs. The caller closes the
+// returned channel when it stops.
+func (s *Server) inProcessHealth(name string) chan struct{} {
+	done := make(chan struct{})
+	s.API.SetComponentChecks(map[string]apiserver.ComponentCheck{name: func(context.Context) error {
+		select {
+		case <-done:
+			return errors.New(name + " stopped")
+		default:
+			return nil
+		}
+	}})
+	return done
 }
 
 // startControllers runs the controller manager with the selected
@@ -101,7 +121,9 @@ func (s *Server) startControllers(ctx context.Context, cfg Config, port int) {
 		return
 	}
 	rc := s.componentConfig(componentUser, controller.ManagerUserAgent)
+	done := s.inProcessHealth("controller-manager")
 	s.spawn(func() {
+		defer close(done)
 		err := controller.RunManager(ctx, controller.ManagerConfig{RestConfig: rc, Controllers: cfg.Controllers, Descriptors: descriptors})
 		if err != nil && ctx.Err() == nil {
 			slog.Error("controller manager stopped", "err", err)

@@ -455,7 +455,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.startControllers(ctx, cfg, port)
 	sys := &systemObjects{client: systemClient, namespaces: systemNamespaces, service: kubernetesServiceObject(svcNet.FirstIP(), advertisedPort),
 		dnsService: kubeDNSServiceObject(svcNet.DNSIP()),
-		ip:         advertisedIP, port: int32(advertisedPort), interval: 10 * time.Second}
+		ip:         advertisedIP, port: int32(advertisedPort), interval: 10 * time.Second,
+		serviceCIDRs: []string{svcNet.CIDR.String()}}
 	s.spawn(func() { sys.run(ctx) })
 	if cfg.SimulatedNodes > 0 {
 		if err := s.startSimNodes(ctx, cfg, port); err != nil {
@@ -552,6 +553,7 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 	for _, pc := range registry.SystemPriorityClasses() {
 		objs = append(objs, pc)
 	}
+	objs = append(objs, registry.FlowControlBootstrap()...)
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

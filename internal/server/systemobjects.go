@@ -5,16 +5,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/rudder-dev/rudder/internal/apiserver/registry"
 )
 
 // The system objects are what every cluster relies on being there: the
@@ -49,6 +55,10 @@ type systemObjects struct {
 	port int32
 	// interval is the time between passes when nothing is deleted.
 	interval time.Duration
+	// serviceCIDRs is --service-cluster-ip-range, kept as the ServiceCIDR
+	// named "kubernetes" with a Ready condition, as upstream's
+	// default-servicecidr controller keeps it; nil keeps none.
+	serviceCIDRs []string
 }
 
 // run keeps the objects until ctx ends. Informers on the namespaces and on
@@ -72,6 +82,8 @@ func (o *systemObjects) run(ctx context.Context) {
 		named.Core().V1().Endpoints().Informer(),
 		named.Discovery().V1().EndpointSlices().Informer(),
 		dnsNamed.Core().V1().Services().Informer(),
+		all.Networking().V1().ServiceCIDRs().Informer(),
+		all.Flowcontrol().V1().PriorityLevelConfigurations().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(onDelete); err != nil {
 			slog.Error("system objects: watch", "err", err)
@@ -112,6 +124,12 @@ func (o *systemObjects) reconcile(ctx context.Context) error {
 		return err
 	}
 	o.reconcileDNSService(ctx)
+	if err := o.reconcileServiceCIDR(ctx); err != nil {
+		return err
+	}
+	if err := o.reconcileFlowSchemaStatus(ctx); err != nil {
+		return err
+	}
 	if o.ip == nil {
 		return nil
 	}
@@ -234,6 +252,86 @@ func advertiseAddress(configured, bind string) net.IP {
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && (n.IP.To4() != nil) == (ip.To4() != nil) {
 			return n.IP
+		}
+	}
+	return nil
+}
+
+// reconcileServiceCIDR creates the default ServiceCIDR and marks it Ready
+// (with upstream's message and, as upstream, no reason) when it has no
+// Ready condition yet. A default ServiceCIDR whose ranges differ from this
+// server's flag is left as it is (upstream warns with an event).
+func (o *systemObjects) reconcileServiceCIDR(ctx context.Context) error {
+	if len(o.serviceCIDRs) == 0 {
+		return nil
+	}
+	cidrs := o.client.NetworkingV1().ServiceCIDRs()
+	cur, err := cidrs.Get(ctx, registry.DefaultServiceCIDRName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cur, err = cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: registry.DefaultServiceCIDRName},
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: o.serviceCIDRs}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("servicecidr %s: %w", registry.DefaultServiceCIDRName, err)
+	}
+	if c := apimeta.FindStatusCondition(cur.Status.Conditions, networkingv1.ServiceCIDRConditionReady); c != nil && c.Status != metav1.ConditionUnknown {
+		return nil
+	}
+	if !slices.Equal(cur.Spec.CIDRs, o.serviceCIDRs) {
+		return nil
+	}
+	apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: networkingv1.ServiceCIDRConditionReady,
+		Status: metav1.ConditionTrue, Message: "Kubernetes default Service CIDR is ready"})
+	if _, err := cidrs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("servicecidr %s status: %w", registry.DefaultServiceCIDRName, err)
+	}
+	return nil
+}
+
+// reconcileFlowSchemaStatus keeps each FlowSchema's Dangling condition,
+// as upstream's API Priority and Fairness configuration controller does
+// (kubectl's MISSINGPL column): False when the priority level it names
+// exists, True when it does not. Only changed conditions are written.
+func (o *systemObjects) reconcileFlowSchemaStatus(ctx context.Context) error {
+	fc := o.client.FlowcontrolV1()
+	levels, err := fc.PriorityLevelConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("prioritylevelconfigurations: %w", err)
+	}
+	exists := map[string]bool{}
+	for _, pl := range levels.Items {
+		exists[pl.Name] = true
+	}
+	schemas, err := fc.FlowSchemas().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("flowschemas: %w", err)
+	}
+	for i := range schemas.Items {
+		fs := &schemas.Items[i]
+		level := fs.Spec.PriorityLevelConfiguration.Name
+		want := flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse,
+			Reason: "Found", Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists", level)}
+		if !exists[level] {
+			want.Status, want.Reason = flowcontrolv1.ConditionTrue, "NotFound"
+			want.Message = fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q but there is no such object", level)
+		}
+		idx := slices.IndexFunc(fs.Status.Conditions, func(c flowcontrolv1.FlowSchemaCondition) bool { return c.Type == want.Type })
+		if idx >= 0 {
+			cur := fs.Status.Conditions[idx]
+			if cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
+				continue
+			}
+			want.LastTransitionTime = metav1.Now()
+			fs.Status.Conditions[idx] = want
+		} else {
+			want.LastTransitionTime = metav1.Now()
+			fs.Status.Conditions = append(fs.Status.Conditions, want)
+		}
+		if _, err := fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("flowschema %s status: %w", fs.Name, err)
 		}
 	}
 	return nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -119,6 +121,64 @@ func TestSystemObjectsRecreated(t *testing.T) {
 			if rv := cur.GetResourceVersion(); kept[o.kind+o.name] != "" && rv != kept[o.kind+o.name] {
 				t.Errorf("%s rewritten by a pass (resourceVersion %s, was %s)", o.kind, rv, kept[o.kind+o.name])
 			}
+		}
+	})
+
+	// The default ServiceCIDR is the service range, Ready as upstream's
+	// default-servicecidr controller marks it, and comes back when deleted.
+	t.Run("default servicecidr", func(t *testing.T) {
+		var uid types.UID
+		for round := range 2 {
+			eventually(t, 20*time.Second, "servicecidr kubernetes Ready", func() (bool, error) {
+				c, err := cs.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				if !slices.Equal(c.Spec.CIDRs, []string{"10.96.0.0/12"}) {
+					t.Fatalf("cidrs %v, want the default service range", c.Spec.CIDRs)
+				}
+				if c.UID == uid {
+					return false, nil
+				}
+				uid = c.UID
+				return apimeta.IsStatusConditionTrue(c.Status.Conditions, "Ready"), nil
+			})
+			if round == 0 {
+				out := k.ok(t, "get", "servicecidr")
+				if !strings.Contains(out, "kubernetes   10.96.0.0/12") {
+					t.Errorf("kubectl get servicecidr:\n%s", out)
+				}
+				k.ok(t, "delete", "servicecidr", "kubernetes")
+			}
+		}
+	})
+
+	// Each FlowSchema says whether its priority level exists (kubectl's
+	// MISSINGPL), as upstream's APF configuration controller keeps it.
+	t.Run("flowschema dangling condition", func(t *testing.T) {
+		dangling := func(name string) func() (bool, error) {
+			return func() (bool, error) {
+				fs, err := cs.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				for _, c := range fs.Status.Conditions {
+					if c.Type == "Dangling" {
+						return string(c.Status) == map[string]string{"exempt": "False", "service-accounts": "True"}[name], nil
+					}
+				}
+				return false, nil
+			}
+		}
+		eventually(t, 20*time.Second, "exempt Dangling=False", dangling("exempt"))
+		k.ok(t, "delete", "prioritylevelconfiguration", "workload-low")
+		eventually(t, 20*time.Second, "service-accounts Dangling=True", dangling("service-accounts"))
+		out := k.ok(t, "get", "flowschemas", "exempt", "service-accounts")
+		if !strings.Contains(out, "MISSINGPL") || !strings.HasSuffix(strings.TrimSpace(strings.Split(out, "\n")[1]), "False") {
+			t.Errorf("kubectl get flowschemas:\n%s", out)
 		}
 	})
 

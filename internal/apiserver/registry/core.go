@@ -7,6 +7,7 @@ import (
 
 func coreResources() []*Resource {
 	return []*Resource{
+		componentStatusesResource(),
 		{Version: "v1", Resource: "namespaces", Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"}, HasStatus: true,
 			New:     func() runtime.Object { return &corev1.Namespace{} },
 			Default: defaultNamespace, PrepareForCreate: prepareCreateNamespace, PrepareForUpdate: prepareUpdateNamespace,

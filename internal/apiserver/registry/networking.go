@@ -25,7 +25,7 @@ import (
 
 func networkingResources() []*Resource {
 	const g = "networking.k8s.io"
-	return []*Resource{
+	rs := []*Resource{
 		{Group: g, Version: "v1", Resource: "ingressclasses", Kind: "IngressClass", Singular: "ingressclass", HasGeneration: true,
 			New:     func() runtime.Object { return &networkingv1.IngressClass{} },
 			Default: defaultIngressClass, Validate: validateIngressClass, ValidateUpdate: validateIngressClassUpdate,
@@ -42,6 +42,7 @@ func networkingResources() []*Resource {
 			Default: defaultNetworkPolicy, Validate: validateNetworkPolicy, ValidateUpdate: validateNetworkPolicyUpdate,
 			Table: networkPolicyTable},
 	}
+	return append(rs, serviceCIDRResources()...)
 }
 
 const (

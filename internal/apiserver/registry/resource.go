@@ -41,6 +41,10 @@ type Resource struct {
 	// server computes from the request (access reviews, token reviews).
 	// Default and Validate still apply to the posted object.
 	Virtual bool
+	// Computed, with Virtual, means the objects are computed by the API
+	// server on each read and served by get and list only
+	// (componentstatuses: the health of the control plane's parts).
+	Computed bool
 
 	// HasStatus means the object has a status subresource: writes to the
 	// main resource keep the stored status, writes to /status keep

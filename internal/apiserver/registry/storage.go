@@ -46,6 +46,7 @@ func storageResources() []*Resource {
 			PrepareForCreate: prepareVolumeAttachmentCreate,
 			Validate:         validateVolumeAttachment, ValidateUpdate: validateVolumeAttachmentUpdate,
 			ValidateStatusUpdate: validateVolumeAttachmentStatusUpdate, Table: volumeAttachmentTable},
+		volumeAttributesClassResource(),
 	}
 }
 
