@@ -170,15 +170,25 @@ func validateFlowSchemaUpdate(obj, old runtime.Object) field.ErrorList {
 func validateFlowSchemaStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	fs, o := obj.(*flowcontrolv1.FlowSchema), old.(*flowcontrolv1.FlowSchema)
 	allErrs := validateCoreMetaUpdate(&fs.ObjectMeta, &o.ObjectMeta)
-	seen := map[flowcontrolv1.FlowSchemaConditionType]bool{}
+	types := make([]flowcontrolv1.FlowSchemaConditionType, len(fs.Status.Conditions))
 	for i, c := range fs.Status.Conditions {
+		types[i] = c.Type
+	}
+	return append(allErrs, flowValidateConditionTypes(types)...)
+}
+
+// flowValidateConditionTypes: each status condition names a type, once.
+func flowValidateConditionTypes[T ~string](types []T) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := map[T]bool{}
+	for i, t := range types {
 		p := field.NewPath("status", "conditions").Index(i)
-		if c.Type == "" {
+		if t == "" {
 			allErrs = append(allErrs, field.Required(p.Child("type"), "must not be empty"))
-		} else if seen[c.Type] {
-			allErrs = append(allErrs, field.Duplicate(p.Child("type"), c.Type))
+		} else if seen[t] {
+			allErrs = append(allErrs, field.Duplicate(p.Child("type"), t))
 		}
-		seen[c.Type] = true
+		seen[t] = true
 	}
 	return allErrs
 }
@@ -339,17 +349,11 @@ func validatePriorityLevelUpdate(obj, old runtime.Object) field.ErrorList {
 func validatePriorityLevelStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	pl, o := obj.(*flowcontrolv1.PriorityLevelConfiguration), old.(*flowcontrolv1.PriorityLevelConfiguration)
 	allErrs := validateCoreMetaUpdate(&pl.ObjectMeta, &o.ObjectMeta)
-	seen := map[flowcontrolv1.PriorityLevelConfigurationConditionType]bool{}
+	types := make([]flowcontrolv1.PriorityLevelConfigurationConditionType, len(pl.Status.Conditions))
 	for i, c := range pl.Status.Conditions {
-		p := field.NewPath("status", "conditions").Index(i)
-		if c.Type == "" {
-			allErrs = append(allErrs, field.Required(p.Child("type"), "must not be empty"))
-		} else if seen[c.Type] {
-			allErrs = append(allErrs, field.Duplicate(p.Child("type"), c.Type))
-		}
-		seen[c.Type] = true
+		types[i] = c.Type
 	}
-	return allErrs
+	return append(allErrs, flowValidateConditionTypes(types)...)
 }
 
 // priorityLevelTable prints "<none>" for what the level's type lacks.
