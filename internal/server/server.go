@@ -380,7 +380,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...), dnsRBACObjects()...)); err != nil {
+	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...), append(dnsRBACObjects(), netpolRBACObjects()...)...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
