@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -223,11 +224,13 @@ func (e *Enforcer) kickLocked() {
 	}
 }
 
-// loop plans and, when the plans changed, commits the table; a refused
-// commit is retried with backoff.
+// loop plans on every change and commits what differs from the
+// kernel: a full sync (the table rebuilt in one transaction) at the
+// start, hourly and after a refused commit; otherwise only the pods
+// whose plan changed.
 func (e *Enforcer) loop(ctx context.Context, conn func() (*nftables.Conn, error)) error {
-	var installed []PodPlan
-	first := true
+	rs := newRuleset(e.cfg.Table)
+	full := true
 	backoff := time.Duration(0)
 	e.mu.Lock()
 	e.kickLocked()
@@ -237,8 +240,8 @@ func (e *Enforcer) loop(ctx context.Context, conn func() (*nftables.Conn, error)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.kick:
-		case <-time.After(max(backoff, time.Hour)):
-			first = true // periodic repair of changes behind our back
+		case <-time.After(time.Hour):
+			full = true // repairs changes made behind our back
 		}
 		if backoff > 0 {
 			select {
@@ -249,34 +252,57 @@ func (e *Enforcer) loop(ctx context.Context, conn func() (*nftables.Conn, error)
 		}
 		start := time.Now()
 		plans := e.plan()
-		if !first && slices.EqualFunc(plans, installed, func(a, b PodPlan) bool { return reflect.DeepEqual(a, b) }) {
-			continue
-		}
 		c, err := conn()
-		var rules int
+		changed := true
 		if err == nil {
-			rules, err = render(c, e.cfg.Table, plans)
+			if full {
+				err = rs.full(c, plans)
+			} else {
+				changed, err = rs.update(c, plans)
+			}
 		}
-		if err == nil {
+		if err == nil && changed {
 			err = c.Flush()
 		}
 		if err != nil {
-			slog.Error("netpolicy: sync failed; retrying", "err", err)
+			slog.Error("netpolicy: sync failed; a full sync follows", "err", err)
+			syncErrors.Inc()
+			rs = newRuleset(e.cfg.Table)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
-			first = true
+			full = true
 			e.mu.Lock()
 			e.kickLocked()
 			e.mu.Unlock()
 			continue
 		}
-		backoff, first, installed = 0, false, plans
+		if changed {
+			kind := map[bool]string{true: "full", false: "partial"}[full]
+			syncDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+			rulesGauge.WithLabelValues(e.cfg.NodeName).Set(float64(rs.rules))
+			slog.Debug("netpolicy: synced", "kind", kind, "fenced", len(plans), "rules", rs.rules, "took", time.Since(start))
+		}
+		backoff, full = 0, false
 		select {
 		case <-e.ready:
 		default:
 			close(e.ready)
 		}
-		slog.Debug("netpolicy: synced", "pods", len(plans), "rules", rules, "took", time.Since(start))
 	}
+}
+
+// The enforcer's metrics, shared by every enforcer in the process.
+var (
+	syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "rudder_netpolicy_sync_duration_seconds", Help: "Time to plan and commit one sync of the NetworkPolicy table.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"kind"})
+	syncErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "rudder_netpolicy_sync_errors_total", Help: "NetworkPolicy syncs the kernel refused."})
+	rulesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rudder_netpolicy_rules", Help: "Rules in the NetworkPolicy table."}, []string{"node"})
+)
+
+// Collectors are the enforcer's metrics.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{syncDuration, syncErrors, rulesGauge}
 }
 
 // plan snapshots the state and plans this node's pods.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"reflect"
 	"slices"
 
 	"github.com/google/nftables"
@@ -19,66 +20,169 @@ const (
 	chainFwd   = "forward"
 )
 
-// render adds to c the whole table for plans, replacing whatever table
-// of that name was there in the same transaction.
-func render(c *nftables.Conn, tableName string, plans []PodPlan) (rules int, err error) {
-	t := &nftables.Table{Name: tableName, Family: nftables.TableFamilyINet}
+// installed is what one pod has in the kernel: its plan and the names
+// of its chains and sets. Names carry a generation, so a pod's new
+// chains go in beside its old ones and the swap is one transaction.
+type installed struct {
+	plan   PodPlan
+	chains []string
+	sets   []string
+}
+
+// ruleset is what the table holds, by pod IP. Every change is computed
+// against it and committed in one transaction; after a refused one the
+// caller starts over with a full sync.
+type ruleset struct {
+	table *nftables.Table
+	pods  map[netip.Addr]installed
+	gen   uint64
+	rules int
+}
+
+func newRuleset(name string) *ruleset {
+	return &ruleset{table: &nftables.Table{Name: name, Family: nftables.TableFamilyINet}, pods: map[netip.Addr]installed{}}
+}
+
+func (rs *ruleset) maps() (ingress, egress *nftables.Set) {
+	return &nftables.Set{Table: rs.table, Name: mapIngress, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict, IsMap: true},
+		&nftables.Set{Table: rs.table, Name: mapEgress, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict, IsMap: true}
+}
+
+// full adds to c the whole table for plans, replacing whatever table
+// of that name was there in the same transaction, and resets rs to it.
+func (rs *ruleset) full(c *nftables.Conn, plans []PodPlan) error {
+	t := rs.table
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
-	ingress := &nftables.Set{Table: t, Name: mapIngress, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict, IsMap: true}
-	egress := &nftables.Set{Table: t, Name: mapEgress, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict, IsMap: true}
-	var inElems, outElems []nftables.SetElement
-
-	type pending struct {
-		chain *nftables.Chain
-		plan  PodPlan
-		out   bool
+	rs.pods, rs.rules = map[netip.Addr]installed{}, 0
+	ingress, egress := rs.maps()
+	if err := c.AddSet(ingress, nil); err != nil {
+		return fmt.Errorf("ingress map: %w", err)
 	}
-	var chains []pending
+	if err := c.AddSet(egress, nil); err != nil {
+		return fmt.Errorf("egress map: %w", err)
+	}
+	rs.skeleton(c, ingress, egress)
 	for _, pp := range plans {
-		ip := pp.IP.As4()
-		if pp.IngressIsolated {
-			ch := c.AddChain(&nftables.Chain{Name: "in-" + pp.IP.String(), Table: t})
-			chains = append(chains, pending{ch, pp, false})
-			inElems = append(inElems, nftables.SetElement{Key: ip[:], VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: ch.Name}})
-		}
-		if pp.EgressIsolated {
-			ch := c.AddChain(&nftables.Chain{Name: "out-" + pp.IP.String(), Table: t})
-			chains = append(chains, pending{ch, pp, true})
-			outElems = append(outElems, nftables.SetElement{Key: ip[:], VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: ch.Name}})
+		if err := rs.addPod(c, pp); err != nil {
+			return err
 		}
 	}
-	if err := c.AddSet(ingress, inElems); err != nil {
-		return 0, fmt.Errorf("ingress map: %w", err)
+	return nil
+}
+
+// update adds to c what turns the installed pods into plans: only the
+// pods whose plan changed are touched. It reports whether anything did.
+func (rs *ruleset) update(c *nftables.Conn, plans []PodPlan) (bool, error) {
+	want := make(map[netip.Addr]PodPlan, len(plans))
+	for _, pp := range plans {
+		want[pp.IP] = pp
 	}
-	if err := c.AddSet(egress, outElems); err != nil {
-		return 0, fmt.Errorf("egress map: %w", err)
-	}
-	for _, p := range chains {
-		allows, verdict, addrOff := p.plan.Ingress, expr.VerdictAccept, uint32(12) // saddr
-		if p.out {
-			allows, verdict, addrOff = p.plan.Egress, expr.VerdictReturn, 16 // daddr
+	changed := false
+	for ip, old := range rs.pods {
+		if pp, ok := want[ip]; !ok || !reflect.DeepEqual(pp, old.plan) {
+			rs.delPod(c, ip)
+			changed = true
 		}
-		for i, a := range allows {
+	}
+	for _, pp := range plans {
+		if _, ok := rs.pods[pp.IP]; ok {
+			continue
+		}
+		if err := rs.addPod(c, pp); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// delPod removes a pod's map elements, chains and sets, in the order
+// the kernel accepts: nothing may refer to what goes.
+func (rs *ruleset) delPod(c *nftables.Conn, ip netip.Addr) {
+	old := rs.pods[ip]
+	ingress, egress := rs.maps()
+	key := ip.As4()
+	if old.plan.IngressIsolated {
+		c.SetDeleteElements(ingress, []nftables.SetElement{{Key: key[:]}})
+	}
+	if old.plan.EgressIsolated {
+		c.SetDeleteElements(egress, []nftables.SetElement{{Key: key[:]}})
+	}
+	for _, name := range old.chains {
+		ch := &nftables.Chain{Name: name, Table: rs.table}
+		c.FlushChain(ch)
+		c.DelChain(ch)
+	}
+	for _, name := range old.sets {
+		c.DelSet(&nftables.Set{Table: rs.table, Name: name})
+	}
+	rs.rules -= countRules(old.plan)
+	delete(rs.pods, ip)
+}
+
+// countRules is the number of rules a pod's chains hold.
+func countRules(pp PodPlan) int {
+	n := 0
+	for _, dir := range []struct {
+		on bool
+		as []Allow
+	}{{pp.IngressIsolated, pp.Ingress}, {pp.EgressIsolated, pp.Egress}} {
+		if !dir.on {
+			continue
+		}
+		n++ // the final drop
+		for _, a := range dir.as {
+			n += max(1, len(a.Ports))
+		}
+	}
+	return n
+}
+
+// addPod adds a pod's chains, sets, rules and map elements.
+func (rs *ruleset) addPod(c *nftables.Conn, pp PodPlan) error {
+	t := rs.table
+	rs.gen++
+	ingress, egress := rs.maps()
+	inst := installed{plan: pp}
+	ip := pp.IP.As4()
+	for _, dir := range []struct {
+		on      bool
+		prefix  string
+		allows  []Allow
+		verdict expr.VerdictKind
+		addrOff uint32
+		m       *nftables.Set
+	}{
+		{pp.IngressIsolated, "in", pp.Ingress, expr.VerdictAccept, 12, ingress}, // saddr
+		{pp.EgressIsolated, "out", pp.Egress, expr.VerdictReturn, 16, egress},   // daddr; allowed: on to ingress
+	} {
+		if !dir.on {
+			continue
+		}
+		ch := c.AddChain(&nftables.Chain{Name: fmt.Sprintf("%s-%s-%d", dir.prefix, pp.IP, rs.gen), Table: t})
+		inst.chains = append(inst.chains, ch.Name)
+		for i, a := range dir.allows {
 			var match []expr.Any
 			if !a.AnyPeer {
-				s, err := addIntervalSet(c, t, fmt.Sprintf("%s-%d", p.chain.Name, i), a.Peers)
+				s, err := addIntervalSet(c, t, fmt.Sprintf("%s-%d", ch.Name, i), a.Peers)
 				if err != nil {
-					return 0, err
+					return err
 				}
-				match = append(match, loadAddr(addrOff), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID})
+				inst.sets = append(inst.sets, s.Name)
+				match = append(match, loadAddr(dir.addrOff), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID})
 			}
 			if len(a.Except) > 0 {
-				s, err := addIntervalSet(c, t, fmt.Sprintf("%s-%dx", p.chain.Name, i), a.Except)
+				s, err := addIntervalSet(c, t, fmt.Sprintf("%s-%dx", ch.Name, i), a.Except)
 				if err != nil {
-					return 0, err
+					return err
 				}
-				match = append(match, loadAddr(addrOff), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID, Invert: true})
+				inst.sets = append(inst.sets, s.Name)
+				match = append(match, loadAddr(dir.addrOff), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID, Invert: true})
 			}
 			if len(a.Ports) == 0 {
-				c.AddRule(&nftables.Rule{Table: t, Chain: p.chain, Exprs: append(match, &expr.Verdict{Kind: verdict})})
-				rules++
+				c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: append(match, &expr.Verdict{Kind: dir.verdict})})
 				continue
 			}
 			for _, r := range a.Ports {
@@ -92,23 +196,30 @@ func render(c *nftables.Conn, tableName string, plans []PodPlan) (rules int, err
 						e = append(e, &expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: be16(r.First), ToData: be16(r.Last)})
 					}
 				}
-				c.AddRule(&nftables.Rule{Table: t, Chain: p.chain, Exprs: append(e, &expr.Verdict{Kind: verdict})})
-				rules++
+				c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: append(e, &expr.Verdict{Kind: dir.verdict})})
 			}
 		}
-		c.AddRule(&nftables.Rule{Table: t, Chain: p.chain, Exprs: []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}})
-		rules++
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}})
+		if err := c.SetAddElements(dir.m, []nftables.SetElement{{Key: ip[:], VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: ch.Name}}}); err != nil {
+			return fmt.Errorf("%s map: %w", dir.prefix, err)
+		}
 	}
+	rs.rules += countRules(pp)
+	rs.pods[pp.IP] = inst
+	return nil
+}
 
-	// The base chain: after the proxy's DNAT (prerouting), so it sees
-	// the real pod addresses.
+// skeleton is the base chain: after the proxy's DNAT (prerouting), so
+// it sees the real pod addresses.
+func (rs *ruleset) skeleton(c *nftables.Conn, ingress, egress *nftables.Set) {
+	t := rs.table
 	policy := nftables.ChainPolicyAccept
 	fwd := c.AddChain(&nftables.Chain{Name: chainFwd, Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &policy})
 	ipv4 := []expr.Any{&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}}}
 	add := func(e ...expr.Any) {
 		c.AddRule(&nftables.Rule{Table: t, Chain: fwd, Exprs: e})
-		rules++
+		rs.rules++
 	}
 	// Replies and related traffic (ICMP errors) of allowed connections.
 	add(&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
@@ -125,7 +236,6 @@ func render(c *nftables.Conn, tableName string, plans []PodPlan) (rules int, err
 		&expr.Verdict{Kind: expr.VerdictAccept})...)
 	add(append(slices.Clone(ipv4), loadAddr(16),
 		&expr.Lookup{SourceRegister: 1, DestRegister: 0, IsDestRegSet: true, SetName: ingress.Name, SetID: ingress.ID})...)
-	return rules, nil
 }
 
 func loadAddr(off uint32) *expr.Payload {
