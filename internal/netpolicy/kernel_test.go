@@ -1,4 +1,4 @@
-package netpolicy
+package netpolicy_test
 
 import (
 	"bufio"
@@ -21,40 +21,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rudder-dev/rudder/internal/clustertest"
+	"github.com/rudder-dev/rudder/internal/netpolicy"
 )
 
 const testNode = "node-a"
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and nftables tables")
-	}
-}
 
 // testNet is a node namespace with a bridge (10.42.0.1/24) and pod
 // namespaces on it by veths; nothing in it routes anywhere else.
 type testNet struct {
 	dir  string
-	node *netNS
-	pods map[string]*netNS
-}
-
-func tempNS(t *testing.T, dir, name string) *netNS {
-	t.Helper()
-	ns, err := newNetNS(dir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	return ns
+	node *netpolicy.TestNetNS
+	pods map[string]*netpolicy.TestNetNS
 }
 
 func newTestNet(t *testing.T) *testNet {
 	t.Helper()
-	requireRoot(t)
-	n := &testNet{dir: t.TempDir(), pods: map[string]*netNS{}}
-	n.node = tempNS(t, n.dir, "node")
+	netpolicy.RequireRoot(t)
+	n := &testNet{dir: t.TempDir(), pods: map[string]*netpolicy.TestNetNS{}}
+	n.node = netpolicy.TempNetNS(t, n.dir, "node")
 	err := n.node.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
@@ -92,7 +76,7 @@ func newTestNet(t *testing.T) *testNet {
 
 func (n *testNet) addPod(t *testing.T, name, ip string) {
 	t.Helper()
-	pod := tempNS(t, n.dir, name)
+	pod := netpolicy.TempNetNS(t, n.dir, name)
 	fd, err := unix.Open(pod.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +156,7 @@ func (n *testNet) serve(t *testing.T, pod string, port int) {
 	}()
 }
 
-func (n *testNet) ns(name string) *netNS {
+func (n *testNet) ns(name string) *netpolicy.TestNetNS {
 	if name == "node" {
 		return n.node
 	}
@@ -299,7 +283,7 @@ func np(ns, name string, sel map[string]string, spec func(*networkingv1.NetworkP
 }
 
 func TestEnforcer(t *testing.T) {
-	requireRoot(t)
+	netpolicy.RequireRoot(t)
 	tn := newTestNet(t)
 	tn.addPod(t, "srv", "10.42.0.20")
 	tn.addPod(t, "a", "10.42.0.10")
@@ -321,7 +305,7 @@ func TestEnforcer(t *testing.T) {
 	e.pod(t, "team-a", "a", "10.42.0.10", map[string]string{"role": "client"})
 	e.pod(t, "team-b", "b", "10.42.0.11", map[string]string{"role": "client"})
 
-	enf, err := New(Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path})
+	enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +423,7 @@ func TestEnforcer(t *testing.T) {
 	})
 
 	t.Run("table gone after Stop", func(t *testing.T) {
-		if ok, err := TableExists(tn.node.Path, DefaultTable); err != nil || !ok {
+		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || !ok {
 			t.Fatalf("table before stop: %v %v", ok, err)
 		}
 		stop()
@@ -447,7 +431,7 @@ func TestEnforcer(t *testing.T) {
 			t.Errorf("Run returned %v", err)
 		}
 		done <- nil // for the cleanup
-		if ok, err := TableExists(tn.node.Path, DefaultTable); err != nil || ok {
+		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || ok {
 			t.Errorf("table after stop: exists=%v err=%v", ok, err)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -85,12 +86,7 @@ func (e *Enforcer) Run(ctx context.Context) error {
 		nsFd = fd
 		defer unix.Close(fd)
 	}
-	conn := func() (*nftables.Conn, error) {
-		if nsFd >= 0 {
-			return nftables.New(nftables.WithNetNSFd(nsFd))
-		}
-		return nftables.New()
-	}
+	conn := func() (*nftables.Conn, error) { return newConn(nsFd) }
 	defer func() {
 		if err := deleteTable(conn, e.cfg.Table); err != nil {
 			slog.Warn("netpolicy: removing the table", "table", e.cfg.Table, "err", err)
@@ -338,6 +334,27 @@ func compareStr(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// newConn is a netlink connection in the namespace behind nsFd (-1:
+// this process's). A full sync is one datagram of a few hundred bytes
+// per rule, past the default socket buffer at ~100 fenced pods, so the
+// buffers are raised past the sysctl caps, which root may (as nft does).
+func newConn(nsFd int) (*nftables.Conn, error) {
+	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		return rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 64<<20)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		})
+	})}
+	if nsFd >= 0 {
+		opts = append(opts, nftables.WithNetNSFd(nsFd))
+	}
+	return nftables.New(opts...)
 }
 
 // deleteTable removes the table if it is there.

@@ -119,8 +119,11 @@ func Plan(st State, targets []Pod) []PodPlan {
 			out = append(out, pp)
 		}
 	}
-	slices.SortFunc(out, func(a, b PodPlan) int { return a.IP.Compare(b.IP) })
-	return out
+	slices.SortStableFunc(out, func(a, b PodPlan) int { return a.IP.Compare(b.IP) })
+	// Two pods claiming one address (a finished pod's IP reused before
+	// its object is gone): the first keeps it, as the kernel's map can
+	// send an address to one chain only.
+	return slices.CompactFunc(out, func(a, b PodPlan) bool { return a.IP == b.IP })
 }
 
 // policyTypes: as upstream, no policyTypes means Ingress, plus Egress
