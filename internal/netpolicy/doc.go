@@ -63,12 +63,22 @@
 // # Syncing
 //
 // Planning is pure (plan.go: policies, pods and namespaces → a PodPlan
-// per fenced pod, with a text form for tests). When the plans change
-// the whole table is rebuilt in one transaction (delete and re-add), so
-// the kernel never holds half a policy; conntrack keeps established
-// flows across the swap. A node fences at most a few hundred pods, so
-// the rebuild is small; per-pod incremental updates are future work.
+// per fenced pod, with a text form for tests). render.go diffs the plans
+// against what the kernel holds and touches only the pods whose plan
+// changed: their map elements, chains and sets are replaced in one
+// transaction. Chain and set names carry a generation
+// ("in-10.42.0.20-7"), so the new ones go in beside the old ones and the
+// kernel never holds half a pod's policy. The start, an hourly repair
+// and any refused transaction do a full sync instead: the table deleted
+// and rebuilt in one transaction. Measured on this kernel (6.18,
+// TestSyncScale: each pod with 3 rules' worth of sets and 7 rules):
+// 100 fenced pods fully synced in ~0.1 s, 400 in ~0.6 s; one pod's change
+// ~20 ms at either size. A policy change reaches the kernel well within
+// a second (the kernel tests poll for it with a 1 s deadline).
 //
-// Run removes the table when it ends. Every kernel operation runs in
-// Config.NetNSPath through a netlink socket opened there.
+// Run removes the table when it ends, and nothing is enforced until the
+// next enforcer's first sync (fail open, so a restarted agent never
+// cuts its node's traffic); established connections carry on throughout.
+// Every kernel operation runs in Config.NetNSPath through a netlink
+// socket opened there.
 package netpolicy

@@ -291,6 +291,7 @@ func TestEnforcer(t *testing.T) {
 	tn.serve(t, "srv", 8080)
 	tn.serve(t, "srv", 9090)
 	tn.serve(t, "a", 8080)
+	tn.serve(t, "b", 7070)
 
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -368,6 +369,13 @@ func TestEnforcer(t *testing.T) {
 		{"ipBlock with except", np("team-a", "block", nil, func(s *networkingv1.NetworkPolicySpec) {
 			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.42.0.0/24", Except: []string{"10.42.0.10/32"}}}}}}
 		}), web, map[string]bool{"a": false, "b": true}, "", nil},
+		{"ipBlock 0.0.0.0/0 with except (the whole range in an interval set)", np("team-a", "world", nil, func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.42.0.11/32", "10.42.0.12/30"}}}}}}
+		}), web, map[string]bool{"a": true, "b": false}, "", nil},
+		{"egress to 0.0.0.0/0 except b", np("team-a", "out-world", map[string]string{"role": "client"}, func(s *networkingv1.NetworkPolicySpec) {
+			s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			s.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.42.0.11/32"}}}}}}
+		}), web, map[string]bool{"a": true, "b": true}, "10.42.0.11:7070", map[string]bool{"a": false, "srv": true}},
 		{"port rule with endPort: that port passes, another is blocked", np("team-a", "port", nil, func(s *networkingv1.NetworkPolicySpec) {
 			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(9000)), EndPort: ptr.To[int32](9100)}}}}
 		}), other, map[string]bool{"a": true, "b": true}, web, map[string]bool{"a": false, "b": false}},
@@ -394,7 +402,6 @@ func TestEnforcer(t *testing.T) {
 		})
 	}
 	t.Run("egress allowed to srv only: a cannot reach b", func(t *testing.T) {
-		tn.serve(t, "b", 7070)
 		pol := cases[len(cases)-1].pol.DeepCopy()
 		pol.ResourceVersion = ""
 		e.apply(t, pol)
