@@ -37,17 +37,17 @@
 // # The rule layout
 //
 //	table inet rudder-policy {
-//	map ingress-pods { ipv4_addr : verdict }  # 10.42.0.20 : jump in-10.42.0.20
-//	map egress-pods  { ipv4_addr : verdict }  # 10.42.0.10 : jump out-10.42.0.10
+//	map ingress-pods { ipv4_addr : verdict }  # 10.42.0.20 : jump in-10.42.0.20-7
+//	map egress-pods  { ipv4_addr : verdict }  # 10.42.0.10 : jump out-10.42.0.10-8
 //	chain forward {   # filter hook forward priority 0: after the proxy's DNAT
 //	ct state established,related accept
 //	ip saddr vmap @egress-pods
 //	fib saddr type local accept
 //	ip daddr vmap @ingress-pods
 //	}
-//	chain in-10.42.0.20 {     # one rule per allowed peer group × port range
-//	ip saddr @in-10.42.0.20-0 meta l4proto tcp th dport 8080 accept
-//	ip saddr @in-10.42.0.20-1 ip saddr != @in-10.42.0.20-1x accept  # ipBlock except
+//	chain in-10.42.0.20-7 {   # one rule per allowed peer group × port range (7: generation)
+//	ip saddr @in-10.42.0.20-7-0 meta l4proto tcp th dport 8080 accept
+//	ip saddr @in-10.42.0.20-7-1 ip saddr != @in-10.42.0.20-7-1x accept  # ipBlock except
 //	drop
 //	}
 //	chain out-10.42.0.10 { ... return; drop }  # allowed: go on to ingress

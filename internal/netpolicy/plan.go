@@ -89,7 +89,8 @@ type State struct {
 
 // Plan computes the plans of the targets (this node's pods): pure, the
 // same input gives the same output. Pods no policy selects get no plan.
-func Plan(st State, targets []Pod) []PodPlan {
+func Plan(state State, targets []Pod) []PodPlan {
+	st := &planner{State: state, peers: map[*networkingv1.NetworkPolicyPeer][]Pod{}}
 	var out []PodPlan
 	for _, t := range targets {
 		pp := PodPlan{IP: t.IP}
@@ -146,7 +147,15 @@ func policyTypes(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
 // allows turns one rule (peers + ports) into Allows. Named ports
 // resolve against the target pod for ingress and against each peer pod
 // for egress (an egress named port to an ipBlock matches nothing).
-func (st State) allows(ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, target *Pod, egress bool) []Allow {
+// planner memoizes each peer's pods for one Plan call: every fenced pod
+// a policy selects shares its peers, and matching them is a walk over
+// all the cluster's pods.
+type planner struct {
+	State
+	peers map[*networkingv1.NetworkPolicyPeer][]Pod
+}
+
+func (st *planner) allows(ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, target *Pod, egress bool) []Allow {
 	numeric, named := splitPorts(ports)
 	var out []Allow
 	add := func(a Allow) {
@@ -162,7 +171,8 @@ func (st State) allows(ns string, peers []networkingv1.NetworkPolicyPeer, ports 
 			return out
 		}
 		var podIPs []netip.Prefix
-		for _, peer := range peers {
+		for i := range peers {
+			peer := &peers[i]
 			if peer.IPBlock != nil {
 				if a, ok := ipBlock(peer.IPBlock); ok {
 					a.Ports = rs
@@ -192,7 +202,8 @@ func (st State) allows(ns string, peers []networkingv1.NetworkPolicyPeer, ports 
 		numeric = nil
 	}
 	var plain []netip.Prefix
-	for _, peer := range peers {
+	for i := range peers {
+		peer := &peers[i]
 		if peer.IPBlock != nil {
 			if len(numeric) > 0 || len(ports) == 0 {
 				if a, ok := ipBlock(peer.IPBlock); ok {
@@ -233,7 +244,16 @@ func ipBlock(b *networkingv1.IPBlock) (Allow, bool) {
 }
 
 // peerPods are the pods a podSelector/namespaceSelector peer selects.
-func (st State) peerPods(ns string, peer networkingv1.NetworkPolicyPeer) []Pod {
+func (st *planner) peerPods(ns string, peer *networkingv1.NetworkPolicyPeer) []Pod {
+	if pods, ok := st.peers[peer]; ok {
+		return pods
+	}
+	pods := st.matchPeer(ns, peer)
+	st.peers[peer] = pods
+	return pods
+}
+
+func (st *planner) matchPeer(ns string, peer *networkingv1.NetworkPolicyPeer) []Pod {
 	podSel := labels.Everything()
 	if peer.PodSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
