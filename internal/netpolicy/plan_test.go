@@ -66,6 +66,10 @@ func TestPlan(t *testing.T) {
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(9000)), EndPort: ptr.To[int32](9010)}, {Port: ptr.To(intstr.FromString("http"))}},
 			}}
 		})}, srv, "10.42.0.20 in[10.42.0.0/16 except 10.42.1.0/24 tcp/9000-9010 tcp/8080]"},
+		{"a bad or IPv6 CIDR that got past validation allows nothing", []*networkingv1.NetworkPolicy{policy("default", "p", nil, func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/33"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "fd00::/64"}}}}}
+		})}, srv, "10.42.0.20 in[]"},
 		{"named port the target lacks allows nothing", []*networkingv1.NetworkPolicy{policy("default", "p", nil, func(s *networkingv1.NetworkPolicySpec) {
 			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString("nope"))}}}}
 		})}, srv, "10.42.0.20 in[]"},
