@@ -429,7 +429,30 @@ func TestEnforcer(t *testing.T) {
 		e.expect(t, web, all)
 	})
 
+	t.Run("no pod chains or sets left once no policy selects a pod", func(t *testing.T) {
+		eventually(t, time.Second, "only the skeleton", func() error {
+			chains, sets, err := netpolicy.TableObjects(tn.node.Path, netpolicy.DefaultTable)
+			if err != nil {
+				return err
+			}
+			if chains != 1 || sets != 2 {
+				return fmt.Errorf("%d chains and %d sets, want the forward chain and the two maps", chains, sets)
+			}
+			return nil
+		})
+	})
+
+	var open net.Conn // an allowed connection held across the restart
+	t.Cleanup(func() {
+		if open != nil {
+			open.Close()
+		}
+	})
 	t.Run("table gone after Stop", func(t *testing.T) {
+		var err error
+		if open, err = tn.dial("a", web); err != nil {
+			t.Fatal(err)
+		}
 		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || !ok {
 			t.Fatalf("table before stop: %v %v", ok, err)
 		}
@@ -440,6 +463,34 @@ func TestEnforcer(t *testing.T) {
 		done <- nil // for the cleanup
 		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || ok {
 			t.Errorf("table after stop: exists=%v err=%v", ok, err)
+		}
+	})
+
+	t.Run("a restarted enforcer rebuilds the table; established connections carry on", func(t *testing.T) {
+		if open == nil {
+			t.Skip("no connection from the previous step")
+		}
+		deny := np("team-a", "deny-after-restart", nil, nil)
+		e.apply(t, deny)
+		defer e.remove(t, deny)
+		enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx2, stop2 := context.WithCancel(ctx)
+		done2 := make(chan error, 1)
+		go func() { done2 <- enf.Run(ctx2) }()
+		defer func() { stop2(); <-done2 }()
+		select {
+		case <-enf.Ready():
+		case err := <-done2:
+			t.Fatalf("enforcer ended: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no first sync")
+		}
+		e.expect(t, web, map[string]bool{"a": false, "b": false, "node": true})
+		if err := echo(open, "still here"); err != nil {
+			t.Errorf("established connection cut by the restart: %v", err)
 		}
 	})
 }
