@@ -32,7 +32,11 @@
 // as the iptables-based reference implementations behave (Calico,
 // kube-router): policy decides on a connection's first packet. The node
 // itself (kubelet probes, hairpinned Service traffic masqueraded to the
-// node) always reaches its pods.
+// node) always reaches its pods. Traffic from a pod to its own node
+// (the input hook) is not fenced by egress policies: the cluster DNS
+// runs as the node, not as a pod, so the usual "allow egress to
+// kube-dns" policies could not name it; DNS keeps working under any
+// egress policy.
 //
 // # The rule layout
 //
