@@ -409,6 +409,38 @@ func TestEnforcer(t *testing.T) {
 		e.expect(t, "10.42.0.11:7070", map[string]bool{"a": false, "srv": true})
 	})
 
+	t.Run("policies add up; changing a fenced pod's rules swaps its chains", func(t *testing.T) {
+		deny := np("team-a", "deny-base", nil, nil)
+		e.apply(t, deny)
+		e.expect(t, web, map[string]bool{"a": false, "b": false})
+		allow := np("team-a", "allow-a", map[string]string{"app": "srv"}, func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}}}}
+		})
+		e.apply(t, allow)
+		e.expect(t, web, map[string]bool{"a": true, "b": false})
+		e.remove(t, allow)
+		e.expect(t, web, map[string]bool{"a": false, "b": false})
+		// A pod's labels decide too: b's new label lets it in.
+		allowLabel := np("team-a", "allow-vip", map[string]string{"app": "srv"}, func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"vip": "yes"}}}}}}
+		})
+		e.apply(t, allowLabel)
+		e.expect(t, web, map[string]bool{"a": false, "b": false})
+		pb, err := c.Client.CoreV1().Pods("team-b").Get(ctx, "b", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb.Labels["vip"] = "yes"
+		if _, err := c.Client.CoreV1().Pods("team-b").Update(ctx, pb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.expect(t, web, map[string]bool{"a": false, "b": true})
+		e.remove(t, allowLabel)
+		e.remove(t, deny)
+		e.expect(t, web, all)
+	})
+
 	t.Run("an invalid CIDR is refused by the API server", func(t *testing.T) {
 		for _, cidr := range []string{"10.0.0.0/33", "nonsense", "10.0.0.1/8"} {
 			p := np("team-a", "bad", nil, func(s *networkingv1.NetworkPolicySpec) {
