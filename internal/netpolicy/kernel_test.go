@@ -156,6 +156,54 @@ func (n *testNet) serve(t *testing.T, pod string, port int) {
 	}()
 }
 
+// serveUDP echoes datagrams on port in the pod.
+func (n *testNet) serveUDP(t *testing.T, pod string, port int) {
+	t.Helper()
+	var pc net.PacketConn
+	if err := n.pods[pod].Do(func() error {
+		var err error
+		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			m, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:m], from)
+		}
+	}()
+}
+
+// reachUDP sends a datagram from the pod and waits briefly for its echo.
+func (n *testNet) reachUDP(from, addr string) error {
+	return n.ns(from).Do(func() error {
+		c, err := net.Dial("udp4", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 16)
+		m, err := c.Read(buf)
+		if err != nil {
+			return err
+		}
+		if string(buf[:m]) != "ping" {
+			return fmt.Errorf("answer %q", buf[:m])
+		}
+		return nil
+	})
+}
+
 func (n *testNet) ns(name string) *netpolicy.TestNetNS {
 	if name == "node" {
 		return n.node
@@ -292,6 +340,7 @@ func TestEnforcer(t *testing.T) {
 	tn.serve(t, "srv", 9090)
 	tn.serve(t, "a", 8080)
 	tn.serve(t, "b", 7070)
+	tn.serveUDP(t, "srv", 5353)
 
 	c := clustertest.Start(t, clustertest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -439,6 +488,23 @@ func TestEnforcer(t *testing.T) {
 		e.remove(t, allowLabel)
 		e.remove(t, deny)
 		e.expect(t, web, all)
+	})
+
+	t.Run("a UDP port rule lets that port's datagrams in, not TCP", func(t *testing.T) {
+		udp := corev1.ProtocolUDP
+		pol := np("team-a", "udp-only", nil, func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: ptr.To(intstr.FromInt32(5353))}},
+			}}
+		})
+		e.apply(t, pol)
+		defer e.remove(t, pol)
+		e.expect(t, web, map[string]bool{"a": false, "b": false})
+		eventually(t, time.Second, "a's datagrams reach srv", func() error { return tn.reachUDP("a", "10.42.0.20:5353") })
+		if err := tn.reachUDP("b", "10.42.0.20:5353"); err == nil {
+			t.Error("b's datagrams got through")
+		}
 	})
 
 	t.Run("an invalid CIDR is refused by the API server", func(t *testing.T) {
