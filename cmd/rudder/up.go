@@ -99,7 +99,7 @@ type agentFlags struct {
 	dnsUpstreams                                                          []string
 	proxyNetNS                                                            string
 	nodePortAddresses                                                     []string
-	proxy                                                                 bool
+	proxy, networkPolicy                                                  bool
 	kubeletPort                                                           int
 }
 
@@ -120,6 +120,7 @@ func (af *agentFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.clusterDNS, "cluster-dns", agent.DefaultClusterDNS, "the nameserver of pods with dnsPolicy ClusterFirst (the kube-dns Service)")
 	f.StringVar(&af.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 	f.BoolVar(&af.proxy, "proxy", true, `run the service proxy (nftables rules for Services, in the node's network namespace); off with --network=none`)
+	f.BoolVar(&af.networkPolicy, "network-policy", true, `enforce NetworkPolicies (nftables table "rudder-policy" beside the proxy's); runs whenever the proxy does`)
 	f.StringVar(&af.proxyNetNS, "proxy-netns", "", "the network namespace file the proxy's rules go in (default: the agent's own)")
 	f.StringSliceVar(&af.nodePortAddresses, "nodeport-addresses", nil, "prefixes of the node addresses NodePorts answer on (default: the node IP)")
 }
@@ -155,6 +156,7 @@ func (af *agentFlags) config(dataDir string) (agent.Config, error) {
 	}
 	return agent.Config{
 		Proxy:           px,
+		NetworkPolicy:   agent.NetworkPolicy{Disabled: !af.networkPolicy},
 		NodeName:        name,
 		NodeIP:          ip,
 		Dir:             filepath.Join(dataDir, "agent"),

@@ -42,7 +42,7 @@ func (nf *nodesFlags) register(cmd *cobra.Command) {
 // nodeAgentPassthrough are the agent flags `up --nodes` forwards to every
 // node when given; the others are the cluster's to set per node.
 // (--log-level, a flag of every command, is forwarded too.)
-var nodeAgentPassthrough = []string{"oci-runtime", "network"}
+var nodeAgentPassthrough = []string{"oci-runtime", "network", "network-policy"}
 
 // nodeAgentPerNode are agent flags each node gets its own value of.
 var nodeAgentPerNode = []string{"node-name", "node-ip", "container-runtime-endpoint", "pod-logs-dir", "cgroup-root", "kubelet-port"}

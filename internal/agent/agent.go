@@ -80,6 +80,15 @@ type Config struct {
 	// tests, `rudder up` without its own node network) must not put
 	// rules in the host.
 	Proxy Proxy
+	// NetworkPolicy enforces NetworkPolicies (internal/netpolicy) in the
+	// proxy's namespace: on whenever the proxy runs, unless disabled.
+	NetworkPolicy NetworkPolicy
+}
+
+// NetworkPolicy configures the agent's NetworkPolicy enforcer.
+type NetworkPolicy struct {
+	// Disabled turns enforcement off (--network-policy=false).
+	Disabled bool
 }
 
 // Proxy configures the agent's service proxy.

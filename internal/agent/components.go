@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rudder-dev/rudder/internal/kubelet"
+	"github.com/rudder-dev/rudder/internal/netpolicy"
 	"github.com/rudder-dev/rudder/internal/network"
 	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/runtime"
@@ -174,10 +175,40 @@ func (a *Agent) startComponents(ctx context.Context) error {
 	if err := a.startKubelet(ctx); err != nil {
 		return err
 	}
-	if a.cfg.Proxy.Enabled {
-		return a.startProxy(ctx)
+	if !a.cfg.Proxy.Enabled {
+		return nil
+	}
+	if err := a.startProxy(ctx); err != nil {
+		return err
+	}
+	if !a.cfg.NetworkPolicy.Disabled {
+		return a.startNetworkPolicy(ctx)
 	}
 	return nil
+}
+
+// startNetworkPolicy starts the NetworkPolicy enforcer as the node's
+// identity (nodes may read policies, pods and namespaces: the server's
+// system:rudder:network-policy role), in the proxy's namespace.
+func (a *Agent) startNetworkPolicy(ctx context.Context) error {
+	cfg := a.cfg
+	client, err := clientFor(cfg.Credentials.Kubeconfig, "rudder-netpolicy/"+cfg.NodeName)
+	if err != nil {
+		return err
+	}
+	e, err := netpolicy.New(netpolicy.Config{Client: client, NodeName: cfg.NodeName, NetNSPath: cfg.Proxy.NetNSPath})
+	if err != nil {
+		return err
+	}
+	a.run("netpolicy", func() error { return e.Run(ctx) })
+	select {
+	case <-e.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(60 * time.Second):
+		return errors.New("netpolicy: no first sync within 60 s")
+	}
 }
 
 // proxyClusterCIDR is the pods' IPv4 range the proxy masquerades by:

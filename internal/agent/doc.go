@@ -31,7 +31,14 @@
 //     it stops, and owned by the Node so a deleted node takes it along
 //     (dns.go). Pods' resolv.conf names the kube-dns
 //     Service's IP (Config.ClusterDNS, 10.96.0.10), which the service
-//     proxy sends to those endpoints.
+//     proxy sends to those endpoints;
+//  7. with Config.Proxy.Enabled, the service proxy (internal/proxy) keeps
+//     the node's nftables table for Services and, unless
+//     Config.NetworkPolicy.Disabled (--network-policy=false), the
+//     NetworkPolicy enforcer (internal/netpolicy) keeps the "rudder-policy"
+//     table beside it, both in Proxy.NetNSPath; the enforcer reads
+//     policies, pods and namespaces as the node (the server's
+//     system:rudder:network-policy role).
 //
 // Stop ends the kubelet, the runtime and the network (its masquerade
 // table and routes to other nodes go; the bridge and pods' links stay);

@@ -54,6 +54,7 @@ var layers = []struct {
 	{"internal/network", component, "network"},
 	{"internal/proxy", component, "proxy"},
 	{"internal/dns", component, "dns"},
+	{"internal/netpolicy", component, "netpolicy"},
 	{"internal/simnode", component, "simnode"},
 
 	// Leaves: shared pure logic and libraries, named for their concept.

@@ -101,6 +101,51 @@ func checkClusterNetwork(t *testing.T, k *kubectltest.Kubectl, client string, no
 			}
 		}
 	})
+	t.Run("NetworkPolicy: deny-all stops the Service, an allow restores it", func(t *testing.T) {
+		const denyAll = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-all}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+`
+		const allowWeb = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-web}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress:
+  - from: [{podSelector: {}}]
+    ports: [{port: 8080}]
+`
+		url := "http://web.default.svc.cluster.local/"
+		if r := k.Run(t, denyAll, "apply", "-f", "-"); r.Code != 0 {
+			t.Fatalf("apply deny-all: %s", r.Stderr)
+		}
+		t.Cleanup(func() { k.Run(t, "", "delete", "networkpolicy", "deny-all", "allow-web", "--ignore-not-found") })
+		// Every node's enforcer syncs within a second; a request in
+		// flight may still complete, so wait for the first refusal and
+		// then require every endpoint to be refused.
+		waitFor(t, 15*time.Second, "the service refused under deny-all", func() bool {
+			_, err := fetch(url)
+			return err != nil
+		})
+		for range 2 {
+			if got, err := fetch(url); err == nil {
+				t.Fatalf("deny-all: the service still answered %q", got)
+			}
+		}
+		if r := k.Run(t, allowWeb, "apply", "-f", "-"); r.Code != 0 {
+			t.Fatalf("apply allow-web: %s", r.Stderr)
+		}
+		seen := map[string]bool{}
+		waitFor(t, 15*time.Second, "the service answering again from both nodes' pods", func() bool {
+			got, err := fetch(url)
+			if err != nil {
+				return false
+			}
+			seen[got] = true
+			return len(seen) >= 2
+		})
+	})
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -34,6 +34,7 @@ import (
 	"github.com/rudder-dev/rudder/internal/controller"
 	"github.com/rudder-dev/rudder/internal/controllers/nodelifecycle"
 	"github.com/rudder-dev/rudder/internal/controllers/podgc"
+	"github.com/rudder-dev/rudder/internal/netpolicy"
 	"github.com/rudder-dev/rudder/internal/pki"
 	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/scheduler"
@@ -280,7 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// the service proxy's when `rudder up` runs an agent in this process.
 	metrics := prometheus.NewRegistry()
 	runtimeCollectors := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
-	for _, group := range [][]prometheus.Collector{runtimeCollectors, scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors(), proxy.Collectors()} {
+	for _, group := range [][]prometheus.Collector{runtimeCollectors, scheduler.Collectors(), controller.Collectors(), podgc.Collectors(), nodelifecycle.Collectors(), proxy.Collectors(), netpolicy.Collectors()} {
 		for _, c := range group {
 			if err := metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("metrics: %w", err)
@@ -380,7 +381,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...), dnsRBACObjects()...)); err != nil {
+	if err := api.EnsureObjects(ctx, append(append(bootstrapObjects(svcNet.FirstIP(), advertisedPort), clusterInfo...), append(dnsRBACObjects(), netpolRBACObjects()...)...)); err != nil {
 		ln.Close()
 		return nil, err
 	}
