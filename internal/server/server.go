@@ -497,6 +497,9 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 	for _, pc := range registry.SystemPriorityClasses() {
 		objs = append(objs, pc)
 	}
+	for _, as := range registry.LocalAPIServices(registry.All()) {
+		objs = append(objs, as)
+	}
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

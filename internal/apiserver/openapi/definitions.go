@@ -15,6 +15,7 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
@@ -75,6 +76,9 @@ var kindScheme = sync.OnceValue(func() *runtime.Scheme {
 	// which changes their x-kubernetes-group-version-kind everywhere.
 	s.AddKnownTypes(metricsv1beta1.SchemeGroupVersion, &metricsv1beta1.NodeMetrics{}, &metricsv1beta1.NodeMetricsList{},
 		&metricsv1beta1.PodMetrics{}, &metricsv1beta1.PodMetricsList{})
+	// apiregistration.k8s.io/v1 (APIService), which upstream's aggregator
+	// serves and the API server serves here.
+	s.AddKnownTypes(apiregistrationv1.SchemeGroupVersion, &apiregistrationv1.APIService{}, &apiregistrationv1.APIServiceList{})
 	return s
 })
 

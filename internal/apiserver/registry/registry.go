@@ -24,6 +24,7 @@ func All() []*Resource {
 		storageResources(),
 		schedulingResources(),
 		nodeResources(),
+		apiregistrationResources(),
 	} {
 		all = append(all, group...)
 	}
