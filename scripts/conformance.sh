@@ -133,6 +133,10 @@ log() { echo "conformance.sh: $*" >&2; }
 
 # build_binaries makes $E2E and $GINKGO when either is missing.
 build_binaries() {
+  # A kubectl without its version stamped (an earlier script's) is rebuilt.
+  if [ -x "$KUBECTL" ] && ! "$KUBECTL" version --client 2>/dev/null | grep -qF "$K8S_VERSION"; then
+    rm -f "$KUBECTL"
+  fi
   if [ -x "$E2E" ] && [ -x "$GINKGO" ] && [ -x "$KUBECTL" ]; then
     return 0
   fi
@@ -171,8 +175,14 @@ build_binaries() {
     fi
     # kubectl of the same version: the sig-cli tests drive it, and a
     # skewed kubectl fails them for reasons that are not the server's.
+    # With the version stamped as upstream's hack/lib/version.sh does: the
+    # "Kubectl version" test parses it.
     if [ ! -x "$KUBECTL" ]; then
-      nice -n 10 go build -o "$KUBECTL.tmp" k8s.io/kubernetes/cmd/kubectl
+      local minor=${K8S_VERSION#v1.}; minor=${minor%%.*} ldflags=""
+      for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+        ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+      done
+      nice -n 10 go build -ldflags "$ldflags" -o "$KUBECTL.tmp" k8s.io/kubernetes/cmd/kubectl
       mv "$KUBECTL.tmp" "$KUBECTL"
     fi
   )
