@@ -186,7 +186,7 @@ build_binaries() {
       mv "$KUBECTL.tmp" "$KUBECTL"
     fi
   )
-  log "built in $((SECONDS - start))s: $E2E, $GINKGO"
+  log "built in $((SECONDS - start))s: $E2E, $GINKGO, $KUBECTL"
 }
 
 build_binaries
