@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // Media types the server reads and writes.
@@ -59,6 +60,9 @@ func newCodecs() *codecs {
 		panic(err) // the static scheme is broken: a programming error
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})

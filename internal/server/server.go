@@ -555,6 +555,9 @@ func bootstrapObjects(serviceIP string, apiPort int) []runtime.Object {
 		objs = append(objs, pc)
 	}
 	objs = append(objs, registry.FlowControlBootstrap()...)
+	for _, as := range registry.LocalAPIServices(registry.All()) {
+		objs = append(objs, as)
+	}
 	for _, r := range auth.BootstrapClusterRoles() {
 		r.SetGroupVersionKind(rbacGVK("ClusterRole"))
 		objs = append(objs, r)

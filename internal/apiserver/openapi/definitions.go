@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/util"
@@ -75,6 +76,9 @@ var kindScheme = sync.OnceValue(func() *runtime.Scheme {
 	// which changes their x-kubernetes-group-version-kind everywhere.
 	s.AddKnownTypes(metricsv1beta1.SchemeGroupVersion, &metricsv1beta1.NodeMetrics{}, &metricsv1beta1.NodeMetricsList{},
 		&metricsv1beta1.PodMetrics{}, &metricsv1beta1.PodMetricsList{})
+	// apiregistration.k8s.io/v1 (APIService), which upstream's aggregator
+	// serves and the API server serves here.
+	s.AddKnownTypes(apiregistrationv1.SchemeGroupVersion, &apiregistrationv1.APIService{}, &apiregistrationv1.APIServiceList{})
 	return s
 })
 

@@ -51,4 +51,4 @@
 //	}
 package openapi
 
-//go:generate go run k8s.io/kube-openapi/cmd/openapi-gen@v0.0.0-20260317180543-43fb72c5454a --output-dir . --output-pkg github.com/rudder-dev/rudder/internal/apiserver/openapi --output-file zz_generated.openapi.go --report-filename /dev/null k8s.io/api/... k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource k8s.io/metrics/pkg/apis/metrics/v1beta1
+//go:generate go run k8s.io/kube-openapi/cmd/openapi-gen@v0.0.0-20260317180543-43fb72c5454a --output-dir . --output-pkg github.com/rudder-dev/rudder/internal/apiserver/openapi --output-file zz_generated.openapi.go --report-filename /dev/null k8s.io/api/... k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/util/intstr k8s.io/apimachinery/pkg/api/resource k8s.io/metrics/pkg/apis/metrics/v1beta1 k8s.io/kube-aggregator/pkg/apis/apiregistration/v1

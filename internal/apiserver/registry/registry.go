@@ -26,6 +26,7 @@ func All() []*Resource {
 		storageResources(),
 		schedulingResources(),
 		nodeResources(),
+		apiregistrationResources(),
 	} {
 		all = append(all, group...)
 	}
