@@ -55,7 +55,8 @@ func RunConnect(ctx context.Context, trips int) ([]ConnectResult, error) {
 			c.Write(buf)
 		}
 	}
-	var out []ConnectResult
+	type path struct{ placement, name, addr string }
+	var paths []path
 	for _, pl := range []struct{ placement, node string }{{"same-node", "a"}, {"cross-node", "b"}} {
 		srv, ip, err := l.pod(ctx, pl.node, "server-"+pl.node)
 		if err != nil {
@@ -68,59 +69,69 @@ func RunConnect(ctx context.Context, trips int) ([]ConnectResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		paths := []struct{ name, addr string }{
-			{"direct", net.JoinHostPort(ip, strconv.Itoa(serverPort))},
-			{"clusterip", net.JoinHostPort(svc.Spec.ClusterIP, "80")},
-			{"nodeport", net.JoinHostPort(wireA, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))},
+		paths = append(paths,
+			path{pl.placement, "direct", net.JoinHostPort(ip, strconv.Itoa(serverPort))},
+			path{pl.placement, "clusterip", net.JoinHostPort(svc.Spec.ClusterIP, "80")},
+			path{pl.placement, "nodeport", net.JoinHostPort(wireA, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))})
+	}
+	addrs := make([]string, len(paths))
+	for i, p := range paths {
+		addrs[i] = p.addr
+		// The proxy programs a Service a moment after it exists.
+		if err := poll(ctx, 10*time.Second, func() error {
+			_, err := connectTrips(client, []string{p.addr}, 1)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("%s %s (%s): %w", p.placement, p.name, p.addr, err)
 		}
-		for _, p := range paths {
-			// The proxy programs the Service a moment after it exists.
-			if err := poll(ctx, 10*time.Second, func() error {
-				_, err := connectTrips(client, p.addr, 1)
-				return err
-			}); err != nil {
-				return nil, fmt.Errorf("%s %s (%s): %w", pl.placement, p.name, p.addr, err)
-			}
-			if _, err := connectTrips(client, p.addr, min(50, trips)); err != nil {
-				return nil, err
-			}
-			start := time.Now()
-			ds, err := connectTrips(client, p.addr, trips)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", pl.placement, p.name, err)
-			}
-			r := ConnectResult{Placement: pl.placement, Path: p.name, Trips: trips, Elapsed: time.Since(start)}
-			r.P50, r.P99, r.Mean = quantiles(ds)
-			out = append(out, r)
-		}
+	}
+	if _, err := connectTrips(client, addrs, min(50, trips)); err != nil {
+		return nil, err
+	}
+	// The paths take turns, trip by trip, so a load that comes and goes
+	// on this shared machine weighs on each of them alike.
+	start := time.Now()
+	ds, err := connectTrips(client, addrs, trips)
+	if err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	var out []ConnectResult
+	for i, p := range paths {
+		r := ConnectResult{Placement: p.placement, Path: p.name, Trips: trips, Elapsed: elapsed}
+		r.P50, r.P99, r.Mean = quantiles(ds[i])
+		out = append(out, r)
 	}
 	return out, nil
 }
 
-// connectTrips runs n round trips to addr from a locked thread in ns.
-func connectTrips(ns *proxy.NetNS, addr string, n int) ([]time.Duration, error) {
-	ds := make([]time.Duration, 0, n)
+// connectTrips runs n round trips to each of addrs, taking turns, from
+// a locked thread in ns; it returns each address's times.
+func connectTrips(ns *proxy.NetNS, addrs []string, n int) ([][]time.Duration, error) {
+	ds := make([][]time.Duration, len(addrs))
 	err := ns.Do(func() error {
 		d := net.Dialer{Timeout: 3 * time.Second}
 		msg := make([]byte, connectMsg)
 		buf := make([]byte, connectMsg)
 		for range n {
-			t0 := time.Now()
-			c, err := d.Dial("tcp", addr)
-			if err != nil {
-				return err
-			}
-			c.SetDeadline(t0.Add(3 * time.Second))
-			if _, err := c.Write(msg); err != nil {
+			for i, addr := range addrs {
+				t0 := time.Now()
+				c, err := d.Dial("tcp", addr)
+				if err != nil {
+					return fmt.Errorf("%s: %w", addr, err)
+				}
+				c.SetDeadline(t0.Add(3 * time.Second))
+				if _, err := c.Write(msg); err != nil {
+					c.Close()
+					return fmt.Errorf("%s: %w", addr, err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					c.Close()
+					return fmt.Errorf("%s: %w", addr, err)
+				}
 				c.Close()
-				return err
+				ds[i] = append(ds[i], time.Since(t0))
 			}
-			if _, err := io.ReadFull(c, buf); err != nil {
-				c.Close()
-				return err
-			}
-			c.Close()
-			ds = append(ds, time.Since(t0))
 		}
 		return nil
 	})
