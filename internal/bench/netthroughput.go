@@ -25,69 +25,95 @@ type ThroughputResult struct {
 	Gbps    float64       `json:"gbps"`
 }
 
-// RunThroughput sends one TCP stream for d on each path: a Go sender on
-// a locked thread in the client namespace, a Go receiver discarding in
-// the server's; the rate is what the receiver read, first byte to EOF.
+// throughputRounds is how many turns each path takes: all paths are
+// built first, then stream in turn for d/throughputRounds each, so a
+// load that comes and goes on a shared machine weighs on each alike.
+const throughputRounds = 4
+
+// RunThroughput sends TCP streams for d in all on each path: a Go
+// sender on a locked thread in the client namespace, a Go receiver
+// discarding in the server's; the rate is what the receiver read, first
+// byte to EOF, summed over the rounds.
 func RunThroughput(ctx context.Context, d time.Duration) ([]ThroughputResult, error) {
 	if d <= 0 {
 		return nil, errors.New("bench throughput: duration must be positive")
 	}
-	var out []ThroughputResult
-	r, err := vethThroughput(d)
+	type path struct {
+		name     string
+		lab      *netLab
+		src, dst *proxy.NetNS
+		ip       string
+	}
+	var paths []path
+	defer func() {
+		for _, p := range paths {
+			p.lab.close()
+		}
+	}()
+	l, a, b, err := vethLab()
 	if err != nil {
 		return nil, fmt.Errorf("veth-direct: %w", err)
 	}
-	out = append(out, r)
-	for _, b := range []network.Backend{network.BackendHostGW, network.BackendVXLAN} {
-		r, err := podThroughput(ctx, b, d)
+	paths = append(paths, path{"veth-direct", l, a, b, "10.199.0.2"})
+	for _, be := range []network.Backend{network.BackendHostGW, network.BackendVXLAN} {
+		l, err := newNetLab(ctx, be, false)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b, err)
+			return nil, fmt.Errorf("%s: %w", be, err)
 		}
-		out = append(out, r)
+		paths = append(paths, path{name: string(be), lab: l})
+		p := &paths[len(paths)-1]
+		if p.src, _, err = l.pod(ctx, "a", "sender"); err != nil {
+			return nil, err
+		}
+		if p.dst, p.ip, err = l.pod(ctx, "b", "receiver"); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]ThroughputResult, len(paths))
+	rx := make([]chan received, len(paths))
+	for i, p := range paths {
+		out[i].Path = p.name
+		if rx[i], err = receiver(p.lab, p.dst, p.ip); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	round := d / throughputRounds
+	for range throughputRounds {
+		for i, p := range paths {
+			r, err := stream(p.src, p.ip, rx[i], round)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+			out[i].Bytes += r.n
+			out[i].Elapsed += r.elapsed
+		}
+	}
+	for i := range out {
+		if out[i].Elapsed > 0 {
+			out[i].Gbps = float64(out[i].Bytes) * 8 / out[i].Elapsed.Seconds() / 1e9
+		}
 	}
 	return out, nil
 }
 
-func vethThroughput(d time.Duration) (ThroughputResult, error) {
+// vethLab is the reference: two namespaces joined by one veth pair.
+func vethLab() (*netLab, *proxy.NetNS, *proxy.NetNS, error) {
 	dir, err := os.MkdirTemp("", "rudder-bench-veth-")
 	if err != nil {
-		return ThroughputResult{}, err
+		return nil, nil, nil, err
 	}
 	l := &netLab{dir: dir}
-	defer l.close()
 	a, err := l.netns("a")
-	if err != nil {
-		return ThroughputResult{}, err
+	if err == nil {
+		var b *proxy.NetNS
+		if b, err = l.netns("b"); err == nil {
+			if err = vethPair(a, b, "eth0", "10.199.0.1/24", "10.199.0.2/24"); err == nil {
+				return l, a, b, nil
+			}
+		}
 	}
-	b, err := l.netns("b")
-	if err != nil {
-		return ThroughputResult{}, err
-	}
-	if err := vethPair(a, b, "eth0", "10.199.0.1/24", "10.199.0.2/24"); err != nil {
-		return ThroughputResult{}, err
-	}
-	r, err := stream(l, a, b, "10.199.0.2", d)
-	r.Path = "veth-direct"
-	return r, err
-}
-
-func podThroughput(ctx context.Context, b network.Backend, d time.Duration) (ThroughputResult, error) {
-	l, err := newNetLab(ctx, b, false)
-	if err != nil {
-		return ThroughputResult{}, err
-	}
-	defer l.close()
-	src, _, err := l.pod(ctx, "a", "sender")
-	if err != nil {
-		return ThroughputResult{}, err
-	}
-	dst, ip, err := l.pod(ctx, "b", "receiver")
-	if err != nil {
-		return ThroughputResult{}, err
-	}
-	r, err := stream(l, src, dst, ip, d)
-	r.Path = string(b)
-	return r, err
+	l.close()
+	return nil, nil, nil, err
 }
 
 type received struct {
@@ -96,11 +122,13 @@ type received struct {
 	err     error
 }
 
-// stream runs one sender in src for d to a receiver at ip in dst.
-func stream(l *netLab, src, dst *proxy.NetNS, ip string, d time.Duration) (ThroughputResult, error) {
-	addr := net.JoinHostPort(ip, strconv.Itoa(serverPort+1))
+func streamAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(serverPort+1)) }
+
+// receiver listens in dst and reports each connection's bytes and time
+// from its first byte to EOF.
+func receiver(l *netLab, dst *proxy.NetNS, ip string) (chan received, error) {
 	got := make(chan received, 8)
-	if err := l.listen(dst, addr, func(c net.Conn) {
+	err := l.listen(dst, streamAddr(ip), func(c net.Conn) {
 		buf := make([]byte, 256<<10)
 		n, err := io.ReadFull(c, buf[:1])
 		t0 := time.Now()
@@ -109,12 +137,20 @@ func stream(l *netLab, src, dst *proxy.NetNS, ip string, d time.Duration) (Throu
 			m, err = io.CopyBuffer(io.Discard, c, buf)
 			n += int(m)
 		}
-		got <- received{int64(n), time.Since(t0), err}
-	}); err != nil {
-		return ThroughputResult{}, err
-	}
+		select {
+		case got <- received{int64(n), time.Since(t0), err}:
+		default: // a probe nobody waits for
+		}
+	})
+	return got, err
+}
+
+// stream sends for d from a locked thread in src to the receiver at ip
+// and returns what it received.
+func stream(src *proxy.NetNS, ip string, got chan received, d time.Duration) (received, error) {
+	addr := streamAddr(ip)
 	// Routes to the other node may land a moment after the networks
-	// report ready.
+	// report ready: probe with one byte until one gets through.
 	err := poll(context.Background(), 10*time.Second, func() error {
 		return src.Do(func() error {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -127,9 +163,8 @@ func stream(l *netLab, src, dst *proxy.NetNS, ip string, d time.Duration) (Throu
 		})
 	})
 	if err != nil {
-		return ThroughputResult{}, err
+		return received{}, err
 	}
-	<-got // the probe
 	err = src.Do(func() error {
 		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
 		if err != nil {
@@ -147,20 +182,18 @@ func stream(l *netLab, src, dst *proxy.NetNS, ip string, d time.Duration) (Throu
 		return nil
 	})
 	if err != nil {
-		return ThroughputResult{}, err
+		return received{}, err
 	}
-	var r received
-	select {
-	case r = <-got:
-	case <-time.After(10 * time.Second):
-		return ThroughputResult{}, errors.New("receiver did not see the end of the stream")
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-got:
+			if r.n <= 1 {
+				continue // a probe's
+			}
+			return r, r.err
+		case <-timeout:
+			return received{}, errors.New("receiver did not see the end of the stream")
+		}
 	}
-	if r.err != nil {
-		return ThroughputResult{}, r.err
-	}
-	res := ThroughputResult{Bytes: r.n, Elapsed: r.elapsed}
-	if r.elapsed > 0 {
-		res.Gbps = float64(r.n) * 8 / r.elapsed.Seconds() / 1e9
-	}
-	return res, nil
 }
