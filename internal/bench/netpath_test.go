@@ -46,3 +46,29 @@ func TestNetworkDataPath(t *testing.T) {
 		}
 	})
 }
+
+func TestQuantiles(t *testing.T) {
+	us := func(ns ...int) []time.Duration {
+		var ds []time.Duration
+		for _, n := range ns {
+			ds = append(ds, time.Duration(n)*time.Microsecond)
+		}
+		return ds
+	}
+	for _, tc := range []struct {
+		name           string
+		in             []time.Duration
+		p50, p99, mean time.Duration
+	}{
+		{name: "empty"},
+		{name: "one", in: us(7), p50: 7 * time.Microsecond, p99: 7 * time.Microsecond, mean: 7 * time.Microsecond},
+		{name: "unsorted", in: us(30, 10, 20, 40), p50: 30 * time.Microsecond, p99: 40 * time.Microsecond, mean: 25 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p50, p99, mean := quantiles(tc.in)
+			if p50 != tc.p50 || p99 != tc.p99 || mean != tc.mean {
+				t.Errorf("quantiles = %v %v %v, want %v %v %v", p50, p99, mean, tc.p50, tc.p99, tc.mean)
+			}
+		})
+	}
+}
