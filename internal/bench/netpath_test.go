@@ -47,7 +47,7 @@ func TestNetworkDataPath(t *testing.T) {
 	})
 }
 
-func TestQuantiles(t *testing.T) {
+func TestExactQuantiles(t *testing.T) {
 	us := func(ns ...int) []time.Duration {
 		var ds []time.Duration
 		for _, n := range ns {
@@ -65,7 +65,7 @@ func TestQuantiles(t *testing.T) {
 		{name: "unsorted", in: us(30, 10, 20, 40), p50: 30 * time.Microsecond, p99: 40 * time.Microsecond, mean: 25 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p50, p99, mean := quantiles(tc.in)
+			p50, p99, mean := exactQuantiles(tc.in)
 			if p50 != tc.p50 || p99 != tc.p99 || mean != tc.mean {
 				t.Errorf("quantiles = %v %v %v, want %v %v %v", p50, p99, mean, tc.p50, tc.p99, tc.mean)
 			}
