@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rudder-dev/rudder/internal/bench"
 	"github.com/rudder-dev/rudder/internal/proxy"
 )
 
@@ -38,10 +40,14 @@ type networkConfig struct {
 	proxySizes []int
 	endpoints  int
 	dir        string
+	trips      int           // connect: round trips per path
+	duration   time.Duration // throughput: length of each stream
 }
 
 var networkParts = []networkPart{
 	{name: "proxy-sync", help: "service proxy: full sync of N services × E endpoints, then one endpoint changed (median of 7)", run: benchProxySync},
+	{name: "connect", help: "client pod to server pod: new TCP connection + 64 B request/response, direct vs ClusterIP vs NodePort, same node and across nodes (p50/p99)", run: benchConnect},
+	{name: "throughput", help: "one bulk TCP stream pod to pod across two nodes (host-gw, VXLAN) vs veth-to-veth direct", run: benchThroughput},
 }
 
 func benchNetworkCommand() *cobra.Command {
@@ -57,14 +63,17 @@ func benchNetworkCommand() *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "network",
-		Short: "Cluster networking: service proxy sync time (and more parts as they come)",
+		Short: "Cluster networking: service proxy sync time, connect latency, pod-network throughput",
 		Long: `Sub-benchmarks of cluster networking, each run inside network namespaces
 the benchmark creates and removes (nothing touches the host's network):
 
   ` + strings.Join(names, "\n  ") + `
 
 Targets (issue 16): 10,000 services × 10 endpoints fully synced in ≤ 1 s,
-growing linearly; one endpoint change in ≤ 20 ms. Needs root.`,
+growing linearly; one endpoint change in ≤ 20 ms. connect and throughput
+have no fixed target: each path is reported beside its reference measured
+in the same run (a direct pod connect; a veth pair between two namespaces).
+Needs root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
@@ -79,6 +88,14 @@ growing linearly; one endpoint change in ≤ 20 ms. Needs root.`,
 			}
 			if cfg.endpoints <= 0 {
 				return fmt.Errorf("--endpoints must be positive")
+			}
+			if cfg.trips <= 0 || cfg.duration <= 0 {
+				return fmt.Errorf("--trips and --duration must be positive")
+			}
+			for _, p := range parts {
+				if !slices.ContainsFunc(networkParts, func(np networkPart) bool { return np.name == p }) {
+					return fmt.Errorf("--part %q: unknown part", p)
+				}
 			}
 			dir, err := os.MkdirTemp("", "rudder-bench-network-")
 			if err != nil {
@@ -111,6 +128,8 @@ growing linearly; one endpoint change in ≤ 20 ms. Needs root.`,
 	f := cmd.Flags()
 	f.StringVar(&sizes, "services", "1000,5000,10000", "proxy-sync: service counts to measure")
 	f.IntVar(&cfg.endpoints, "endpoints", 10, "proxy-sync: endpoints per service")
+	f.IntVar(&cfg.trips, "trips", 2000, "connect: round trips (one new connection each) per path")
+	f.DurationVar(&cfg.duration, "duration", 2*time.Second, "throughput: length of each stream")
 	f.StringSliceVar(&parts, "part", nil, "run only these sub-benchmarks (default: all)")
 	f.BoolVar(&jsonO, "json", false, "print one JSON object per result instead of the table")
 	return cmd
@@ -139,6 +158,51 @@ func benchProxySync(cfg networkConfig, emit func(networkResult)) error {
 	}
 	return nil
 }
+
+func benchConnect(cfg networkConfig, emit func(networkResult)) error {
+	rs, err := bench.RunConnect(context.Background(), cfg.trips)
+	if err != nil {
+		return err
+	}
+	direct := map[string]bench.ConnectResult{}
+	for _, r := range rs {
+		if r.Path == "direct" {
+			direct[r.Placement] = r
+		}
+	}
+	for _, r := range rs {
+		f := map[string]float64{"p50_us": us(r.P50), "p99_us": us(r.P99), "mean_us": us(r.Mean)}
+		if d, ok := direct[r.Placement]; ok && r.Path != "direct" && d.P50 > 0 {
+			f["p50_vs_direct"] = float64(r.P50) / float64(d.P50)
+			f["p99_vs_direct"] = float64(r.P99) / float64(d.P99)
+		}
+		emit(networkResult{Part: "connect", Size: fmt.Sprintf("%s %s × %d", r.Placement, r.Path, r.Trips), Figures: f, OK: true})
+	}
+	return nil
+}
+
+func benchThroughput(cfg networkConfig, emit func(networkResult)) error {
+	rs, err := bench.RunThroughput(context.Background(), cfg.duration)
+	if err != nil {
+		return err
+	}
+	var ref float64
+	for _, r := range rs {
+		if r.Path == "veth-direct" {
+			ref = r.Gbps
+		}
+	}
+	for _, r := range rs {
+		f := map[string]float64{"gbit_s": r.Gbps, "mib": float64(r.Bytes) / (1 << 20), "seconds": r.Elapsed.Seconds()}
+		if ref > 0 && r.Path != "veth-direct" {
+			f["vs_veth"] = r.Gbps / ref
+		}
+		emit(networkResult{Part: "throughput", Size: fmt.Sprintf("%s, 1 stream", r.Path), Figures: f, OK: true})
+	}
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -32,6 +32,19 @@
 // reports the CPU the process actually used, and the machine's load, so a
 // run on a busy machine can be recognised as such.
 //
+// # The network data-path scenarios
+//
+// RunConnect and RunThroughput (`rudder bench network --part
+// connect,throughput`) build a two-node cluster out of network
+// namespaces (netpath.go): an in-process API server, two node
+// namespaces on one veth "wire", the built-in pod network
+// (internal/network) on each, and pods that are namespaces it networks.
+// RunConnect adds the service proxy (internal/proxy) on the client's
+// node and times new-connection round trips to a pod directly, through
+// a ClusterIP and through a NodePort, the paths taking turns; RunThroughput
+// times one bulk stream across the nodes with host-gw and VXLAN beside
+// two namespaces on one veth pair. Everything is torn down on return.
+//
 // # Usage
 //
 //	res, err := bench.Run(ctx, bench.Config{Objects: 1000, Watchers: []int{100}})
