@@ -106,6 +106,20 @@ func (b *bridgeNet) apply(s self) error {
 			return err
 		}
 	}
+	// Bridged traffic must pass the IP hooks, or a pod's reply to
+	// another pod on the same bridge skips the service proxy's conntrack
+	// (same-node ClusterIP traffic then hangs), as with every bridge CNI.
+	// The setting lives in br_netfilter: without the module it is absent
+	// and only warned about.
+	for _, r := range s.ranges {
+		key := "net/bridge/bridge-nf-call-iptables"
+		if r.Addr().Is6() {
+			key = "net/bridge/bridge-nf-call-ip6tables"
+		}
+		if err := writeSysctl(n.cfg.NodeNetNS, key, "1"); err != nil {
+			n.log.Warn("network: same-node Service traffic needs br_netfilter (modprobe br_netfilter)", "sysctl", key, "err", err)
+		}
+	}
 	if err := (nft{nsFd: n.nftFd()}).sync(masqRules(s.ranges, n.clusters)); err != nil {
 		return err
 	}
