@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rudder-dev/rudder/internal/bench"
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/rudder-dev/rudder/internal/proxy"
 )
 
@@ -137,11 +138,11 @@ Needs root.`,
 
 func benchProxySync(cfg networkConfig, emit func(networkResult)) error {
 	for i, n := range cfg.proxySizes {
-		ns, err := proxy.NewNetNS(cfg.dir, fmt.Sprintf("proxy-%d", i))
+		ns, err := netns.Pinned(cfg.dir, fmt.Sprintf("proxy-%d", i))
 		if err != nil {
 			return err
 		}
-		res, err := proxy.MeasureSync(ns.Path, n, cfg.endpoints)
+		res, err := proxy.MeasureSync(ns.Path(), n, cfg.endpoints)
 		ns.Close()
 		if err != nil {
 			return err

@@ -5,58 +5,27 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rudder-dev/rudder/internal/agent"
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // testNetNS creates a network namespace pinned under the test's temp
 // dir, released when the test ends.
 func testNetNS(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "netns")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		err = unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
-		if serr := netns.Set(orig); serr != nil {
-			errc <- serr // the thread stays locked and dies
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	if err := <-errc; err != nil {
+	ns, err := netns.Pinned(t.TempDir(), "netns")
+	if err != nil {
 		t.Fatalf("create netns: %v", err)
 	}
-	t.Cleanup(func() {
-		unix.Unmount(path, unix.MNT_DETACH)
-		os.Remove(path)
-	})
-	return path
+	t.Cleanup(func() { ns.Close() })
+	return ns.Path()
 }
 
 // TestPodNetwork runs a node whose pod network (bridge mode) lives in a

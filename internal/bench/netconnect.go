@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/rudder-dev/rudder/internal/network"
-	"github.com/rudder-dev/rudder/internal/proxy"
 )
 
 // ConnectResult is one path's connect latency: each round trip is a new
@@ -107,7 +107,7 @@ func RunConnect(ctx context.Context, trips int) ([]ConnectResult, error) {
 
 // connectTrips runs n round trips to each of addrs, taking turns, from
 // a locked thread in ns; it returns each address's times.
-func connectTrips(ns *proxy.NetNS, addrs []string, n int) ([][]time.Duration, error) {
+func connectTrips(ns *netns.NS, addrs []string, n int) ([][]time.Duration, error) {
 	ds := make([][]time.Duration, len(addrs))
 	err := ns.Do(func() error {
 		d := net.Dialer{Timeout: 3 * time.Second}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/rudder-dev/rudder/internal/network"
 	"github.com/rudder-dev/rudder/internal/proxy"
 	"github.com/rudder-dev/rudder/internal/server"
@@ -46,7 +47,7 @@ type netLab struct {
 	dir     string
 	client  kubernetes.Interface
 	undo    []func()
-	nodes   map[string]*proxy.NetNS
+	nodes   map[string]*netns.NS
 	nets    map[string]*network.Network
 	nodeIPs map[string]string
 }
@@ -61,8 +62,8 @@ func (l *netLab) close() {
 	}
 }
 
-func (l *netLab) netns(name string) (*proxy.NetNS, error) {
-	ns, err := proxy.NewNetNS(l.dir, name)
+func (l *netLab) netns(name string) (*netns.NS, error) {
+	ns, err := netns.Pinned(l.dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +84,8 @@ func linkUp(name string) error {
 
 // vethPair joins a and b by a veth named ifname on both ends, addressed
 // addrA and addrB (CIDR notation).
-func vethPair(a, b *proxy.NetNS, ifname, addrA, addrB string) error {
-	fdB, err := unix.Open(b.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+func vethPair(a, b *netns.NS, ifname, addrA, addrB string) error {
+	fdB, err := unix.Open(b.Path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func vethPair(a, b *proxy.NetNS, ifname, addrA, addrB string) error {
 		return fmt.Errorf("veth %s: %w", ifname, err)
 	}
 	for _, s := range []struct {
-		ns   *proxy.NetNS
+		ns   *netns.NS
 		addr string
 	}{{a, addrA}, {b, addrB}} {
 		if err := s.ns.Do(func() error {
@@ -126,7 +127,7 @@ func newNetLab(ctx context.Context, backend network.Backend, withProxy bool) (_ 
 	if err != nil {
 		return nil, err
 	}
-	l := &netLab{dir: dir, nodes: map[string]*proxy.NetNS{}, nets: map[string]*network.Network{},
+	l := &netLab{dir: dir, nodes: map[string]*netns.NS{}, nets: map[string]*network.Network{},
 		nodeIPs: map[string]string{"a": wireA, "b": wireB}}
 	defer func() {
 		if err != nil {
@@ -174,7 +175,7 @@ func newNetLab(ctx context.Context, backend network.Backend, withProxy bool) (_ 
 			return nil, err
 		}
 		nw, err := network.New(network.Config{NodeName: name, NodeIP: net.ParseIP(l.nodeIPs[name]), Client: l.client,
-			StateDir: state, NodeNetNS: l.nodes[name].Path, CNIConfDir: cni, Backend: backend,
+			StateDir: state, NodeNetNS: l.nodes[name].Path(), CNIConfDir: cni, Backend: backend,
 			ClusterCIDRs: []string{benchClusterIP}, ReadyTimeout: 20 * time.Second})
 		if err != nil {
 			return nil, err
@@ -192,7 +193,7 @@ func newNetLab(ctx context.Context, backend network.Backend, withProxy bool) (_ 
 	}
 	if withProxy {
 		p, err := proxy.New(proxy.Config{Client: l.client, NodeName: "a", NodeIPs: []netip.Addr{netip.MustParseAddr(wireA)},
-			ClusterCIDR: netip.MustParsePrefix(benchClusterIP), NetNSPath: l.nodes["a"].Path})
+			ClusterCIDR: netip.MustParsePrefix(benchClusterIP), NetNSPath: l.nodes["a"].Path()})
 		if err != nil {
 			return nil, err
 		}
@@ -213,16 +214,16 @@ func newNetLab(ctx context.Context, backend network.Backend, withProxy bool) (_ 
 
 // pod creates a pod namespace on node and networks it; it returns the
 // namespace and the pod's IPv4 address.
-func (l *netLab) pod(ctx context.Context, node, name string) (*proxy.NetNS, string, error) {
+func (l *netLab) pod(ctx context.Context, node, name string) (*netns.NS, string, error) {
 	ns, err := l.netns("pod-" + name)
 	if err != nil {
 		return nil, "", err
 	}
-	ips, err := l.nets[node].Setup(ctx, name, ns.Path, nil)
+	ips, err := l.nets[node].Setup(ctx, name, ns.Path(), nil)
 	if err != nil {
 		return nil, "", fmt.Errorf("pod %s: %w", name, err)
 	}
-	l.undo = append(l.undo, func() { l.nets[node].Teardown(context.Background(), name, ns.Path) })
+	l.undo = append(l.undo, func() { l.nets[node].Teardown(context.Background(), name, ns.Path()) })
 	for _, ip := range ips {
 		if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
 			return ns, ip, nil
@@ -256,7 +257,7 @@ func (l *netLab) service(ctx context.Context, name, ip, node string) (*corev1.Se
 
 // listen opens a TCP listener on addr inside ns and serves each
 // connection with serve until the lab closes.
-func (l *netLab) listen(ns *proxy.NetNS, addr string, serve func(net.Conn)) error {
+func (l *netLab) listen(ns *netns.NS, addr string, serve func(net.Conn)) error {
 	var ln net.Listener
 	if err := ns.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/rudder-dev/rudder/internal/network"
-	"github.com/rudder-dev/rudder/internal/proxy"
 )
 
 // ThroughputResult is one bulk TCP stream's rate.
@@ -41,7 +41,7 @@ func RunThroughput(ctx context.Context, d time.Duration) ([]ThroughputResult, er
 	type path struct {
 		name     string
 		lab      *netLab
-		src, dst *proxy.NetNS
+		src, dst *netns.NS
 		ip       string
 	}
 	var paths []path
@@ -97,7 +97,7 @@ func RunThroughput(ctx context.Context, d time.Duration) ([]ThroughputResult, er
 }
 
 // vethLab is the reference: two namespaces joined by one veth pair.
-func vethLab() (*netLab, *proxy.NetNS, *proxy.NetNS, error) {
+func vethLab() (*netLab, *netns.NS, *netns.NS, error) {
 	dir, err := os.MkdirTemp("", "rudder-bench-veth-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -105,7 +105,7 @@ func vethLab() (*netLab, *proxy.NetNS, *proxy.NetNS, error) {
 	l := &netLab{dir: dir}
 	a, err := l.netns("a")
 	if err == nil {
-		var b *proxy.NetNS
+		var b *netns.NS
 		if b, err = l.netns("b"); err == nil {
 			if err = vethPair(a, b, "eth0", "10.199.0.1/24", "10.199.0.2/24"); err == nil {
 				return l, a, b, nil
@@ -126,7 +126,7 @@ func streamAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(ser
 
 // receiver listens in dst and reports each connection's bytes and time
 // from its first byte to EOF.
-func receiver(l *netLab, dst *proxy.NetNS, ip string) (chan received, error) {
+func receiver(l *netLab, dst *netns.NS, ip string) (chan received, error) {
 	got := make(chan received, 8)
 	err := l.listen(dst, streamAddr(ip), func(c net.Conn) {
 		buf := make([]byte, 256<<10)
@@ -147,7 +147,7 @@ func receiver(l *netLab, dst *proxy.NetNS, ip string) (chan received, error) {
 
 // stream sends for d from a locked thread in src to the receiver at ip
 // and returns what it received.
-func stream(src *proxy.NetNS, ip string, got chan received, d time.Duration) (received, error) {
+func stream(src *netns.NS, ip string, got chan received, d time.Duration) (received, error) {
 	addr := streamAddr(ip)
 	// Routes to the other node may land a moment after the networks
 	// report ready: probe with one byte until one gets through.

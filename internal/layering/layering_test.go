@@ -64,6 +64,7 @@ var layers = []struct {
 	{"internal/controller", leaf, ""},          // the reconciler runner every controller uses
 	{"internal/controllers/history", leaf, ""}, // ControllerRevision helpers (daemonset, statefulset)
 	{"internal/cronschedule", leaf, ""},        // CronJob schedules (validation and controller)
+	{"internal/netns", leaf, ""},               // network namespaces held by this process: create, enter, listen, dial (localcluster, tests)
 	{"internal/kubeletapi", leaf, ""},          // kubelet API authn/authz, log queries, resource metrics (kubelet, simnode)
 	{"internal/nodeidentity", leaf, ""},        // TLS bootstrap of a joining node (agent)
 	{"internal/layering", leaf, ""},            // this test

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // child supervises one node's agent: a `rudder agent` process started
@@ -26,7 +28,7 @@ import (
 // (or when this process dies, which is when the signal is wanted).
 type child struct {
 	name    string
-	ns      *NetNS
+	ns      *netns.NS
 	exe     string
 	args    []string
 	logPath string
@@ -54,7 +56,7 @@ type backoff struct {
 func (c *child) run(ctx context.Context) {
 	runtime.LockOSThread() // never unlocked: see child
 	defer close(c.done)
-	if err := c.ns.enter(); err != nil {
+	if err := c.ns.Enter(); err != nil {
 		c.setStartErr(fmt.Errorf("node %s: %w", c.name, err))
 		return
 	}

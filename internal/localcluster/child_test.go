@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // TestChild supervises a stand-in for the agent (/bin/sh): it starts in
@@ -30,7 +32,7 @@ func TestChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cg.killAll(root, 5*time.Second); cg.remove(root, 5*time.Second) })
-	ns, err := NewNetNS()
+	ns, err := netns.New()
 	if err != nil {
 		t.Fatal(err)
 	}

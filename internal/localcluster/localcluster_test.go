@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 func requireRoot(t *testing.T) {
@@ -136,7 +138,7 @@ func TestTopology(t *testing.T) {
 	defer cancel()
 	for _, tc := range []struct {
 		name string
-		from *NetNS
+		from *netns.NS
 		addr string
 	}{
 		{"node-1 to the hub", topo.Nodes[0].NS, "172.31.7.1:6443"},

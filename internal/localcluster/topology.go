@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // The wiring of a local cluster, all of it inside namespaces this
@@ -32,7 +34,7 @@ var DefaultSubnet = netip.MustParsePrefix("172.30.0.0/24")
 // Topology is the hub and the nodes' namespaces, wired.
 type Topology struct {
 	Subnet netip.Prefix
-	Hub    *NetNS
+	Hub    *netns.NS
 	HubIP  netip.Addr
 	Nodes  []*NodeNet
 }
@@ -41,7 +43,7 @@ type Topology struct {
 type NodeNet struct {
 	Name string
 	IP   netip.Addr
-	NS   *NetNS
+	NS   *netns.NS
 }
 
 // hubLinkName is the hub end of a node's veth (at most 15 bytes).
@@ -80,7 +82,7 @@ func BuildTopology(subnet netip.Prefix, names []string) (_ *Topology, err error)
 			t.Close()
 		}
 	}()
-	if t.Hub, err = NewNetNS(); err != nil {
+	if t.Hub, err = netns.New(); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
 	if err := t.Hub.Do(func() error { return addBridge(t.HubIP, subnet.Bits()) }); err != nil {
@@ -91,7 +93,7 @@ func BuildTopology(subnet netip.Prefix, names []string) (_ *Topology, err error)
 		if err != nil {
 			return nil, err
 		}
-		ns, err := NewNetNS()
+		ns, err := netns.New()
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -154,7 +156,7 @@ func (t *Topology) wire(n *NodeNet) error {
 		veth := &netlink.Veth{
 			LinkAttrs:     netlink.LinkAttrs{Name: hubEnd, MasterIndex: br.Attrs().Index},
 			PeerName:      NodeLinkName,
-			PeerNamespace: netlink.NsFd(int(n.NS.f.Fd())),
+			PeerNamespace: netlink.NsFd(n.NS.Fd()),
 		}
 		if err := h.LinkAdd(veth); err != nil {
 			return fmt.Errorf("creating veth %s: %w", hubEnd, err)
@@ -185,23 +187,6 @@ func (t *Topology) wire(n *NodeNet) error {
 		}
 		return nil
 	})
-}
-
-// loopbackUp brings lo up in the calling thread's namespace.
-func loopbackUp() error {
-	h, err := netlink.NewHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("loopback: %w", err)
-	}
-	if err := h.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("bringing lo up: %w", err)
-	}
-	return nil
 }
 
 func ipNet(ip netip.Addr, bits int) *net.IPNet {

@@ -6,11 +6,13 @@ import (
 
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // For the kernel tests in package netpolicy_test (which start an API
 // server, whose package imports this one).
-type TestNetNS = netNS
+type TestNetNS = netns.NS
 
 // RequireRoot skips tests that need namespaces and nftables.
 func RequireRoot(t testing.TB) {
@@ -21,9 +23,9 @@ func RequireRoot(t testing.TB) {
 }
 
 // TempNetNS is a namespace pinned in dir, gone when the test ends.
-func TempNetNS(t testing.TB, dir, name string) *netNS {
+func TempNetNS(t testing.TB, dir, name string) *netns.NS {
 	t.Helper()
-	ns, err := newNetNS(dir, name)
+	ns, err := netns.Pinned(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}

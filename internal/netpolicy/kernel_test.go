@@ -77,7 +77,7 @@ func newTestNet(t *testing.T) *testNet {
 func (n *testNet) addPod(t *testing.T, name, ip string) {
 	t.Helper()
 	pod := netpolicy.TempNetNS(t, n.dir, name)
-	fd, err := unix.Open(pod.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(pod.Path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestEnforcer(t *testing.T) {
 	e.pod(t, "team-a", "a", "10.42.0.10", map[string]string{"role": "client"})
 	e.pod(t, "team-b", "b", "10.42.0.11", map[string]string{"role": "client"})
 
-	enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path})
+	enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestEnforcer(t *testing.T) {
 
 	t.Run("no pod chains or sets left once no policy selects a pod", func(t *testing.T) {
 		eventually(t, time.Second, "only the skeleton", func() error {
-			chains, sets, err := netpolicy.TableObjects(tn.node.Path, netpolicy.DefaultTable)
+			chains, sets, err := netpolicy.TableObjects(tn.node.Path(), netpolicy.DefaultTable)
 			if err != nil {
 				return err
 			}
@@ -551,7 +551,7 @@ func TestEnforcer(t *testing.T) {
 		if open, err = tn.dial("a", web); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || !ok {
+		if ok, err := netpolicy.TableExists(tn.node.Path(), netpolicy.DefaultTable); err != nil || !ok {
 			t.Fatalf("table before stop: %v %v", ok, err)
 		}
 		stop()
@@ -559,7 +559,7 @@ func TestEnforcer(t *testing.T) {
 			t.Errorf("Run returned %v", err)
 		}
 		done <- nil // for the cleanup
-		if ok, err := netpolicy.TableExists(tn.node.Path, netpolicy.DefaultTable); err != nil || ok {
+		if ok, err := netpolicy.TableExists(tn.node.Path(), netpolicy.DefaultTable); err != nil || ok {
 			t.Errorf("table after stop: exists=%v err=%v", ok, err)
 		}
 	})
@@ -571,7 +571,7 @@ func TestEnforcer(t *testing.T) {
 		deny := np("team-a", "deny-after-restart", nil, nil)
 		e.apply(t, deny)
 		defer e.remove(t, deny)
-		enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path})
+		enf, err := netpolicy.New(netpolicy.Config{Client: c.Client, NodeName: testNode, NetNSPath: tn.node.Path()})
 		if err != nil {
 			t.Fatal(err)
 		}

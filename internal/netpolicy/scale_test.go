@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rudder-dev/rudder/internal/netns"
 )
 
 // syntheticPlans are n fenced pods, each with an ingress rule from a
@@ -32,9 +34,9 @@ func syntheticPlans(n int) []PodPlan {
 
 // syncIn commits a full sync of plans in ns and then one pod's change,
 // returning both durations.
-func syncIn(t testing.TB, ns *netNS, plans []PodPlan) (full, one time.Duration) {
+func syncIn(t testing.TB, ns *netns.NS, plans []PodPlan) (full, one time.Duration) {
 	t.Helper()
-	fd, err := unix.Open(ns.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(ns.Path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,17 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	rnetns "github.com/rudder-dev/rudder/internal/netns"
 )
 
 func requireRoot(t testing.TB) {
@@ -29,57 +28,37 @@ func requireRoot(t testing.TB) {
 	}
 }
 
+// pinned are the namespaces newNetNS made, by path.
+var (
+	pinnedMu sync.Mutex
+	pinned   = map[string]*rnetns.NS{}
+)
+
 // newNetNS creates a network namespace pinned to a file under the test's
 // temp dir, with loopback up; it is released when the test ends.
 func newNetNS(t testing.TB) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "netns")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		err = unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
-		if serr := netns.Set(orig); serr != nil {
-			errc <- serr // the thread stays locked and dies
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	if err := <-errc; err != nil {
+	ns, err := rnetns.Pinned(t.TempDir(), "netns")
+	if err != nil {
 		t.Fatalf("create netns: %v", err)
 	}
-	t.Cleanup(func() { dropNetNS(path) })
-	h := nsHandle(t, path)
-	lo, err := h.LinkByName("lo")
-	if err == nil {
-		err = h.LinkSetUp(lo)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	pinnedMu.Lock()
+	pinned[ns.Path()] = ns
+	pinnedMu.Unlock()
+	t.Cleanup(func() { dropNetNS(ns.Path()) })
+	return ns.Path()
 }
 
-// dropNetNS unpins a namespace made by newNetNS: with nothing else in
+// dropNetNS releases a namespace made by newNetNS: with nothing else in
 // it, the kernel destroys it and every link in it.
 func dropNetNS(path string) {
-	unix.Unmount(path, unix.MNT_DETACH)
-	os.Remove(path)
+	pinnedMu.Lock()
+	ns := pinned[path]
+	delete(pinned, path)
+	pinnedMu.Unlock()
+	if ns != nil {
+		ns.Close()
+	}
 }
 
 func nsHandle(t testing.TB, path string) *netlink.Handle {

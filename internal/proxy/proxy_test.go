@@ -124,7 +124,7 @@ func TestProxy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	cfg := proxy.Config{Client: c.Client, NodeName: testNodeName, NodeIPs: []netip.Addr{netip.MustParseAddr("10.42.0.1"), netip.MustParseAddr("192.168.50.1")},
-		ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), NetNSPath: node.ns.Path}
+		ClusterCIDR: netip.MustParsePrefix("10.42.0.0/16"), NetNSPath: node.ns.Path()}
 	done := startProxy(t, ctx, cfg)
 	e := &proxyEnv{node: node, client: c.Client, ctx: ctx}
 	all := []backend{{"b1", testNodeName, true}, {"b2", testNodeName, true}, {"b3", "node-b", true}}
@@ -312,7 +312,7 @@ func TestProxy(t *testing.T) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v", err)
 	}
-	if ok, err := proxy.TableExists(node.ns.Path, proxy.DefaultTable); err != nil || ok {
+	if ok, err := proxy.TableExists(node.ns.Path(), proxy.DefaultTable); err != nil || ok {
 		t.Fatalf("table after stop: exists=%v err=%v", ok, err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/rudder-dev/rudder/internal/proxy"
 	"os"
 	"strconv"
@@ -15,9 +16,9 @@ func requireRoot(t testing.TB) {
 	}
 }
 
-func tempNetNS(t testing.TB, name string) *proxy.NetNS {
+func tempNetNS(t testing.TB, name string) *netns.NS {
 	t.Helper()
-	ns, err := proxy.NewNetNS(t.TempDir(), name)
+	ns, err := netns.Pinned(t.TempDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +33,12 @@ func TestMeasureSync(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("PROXY_BENCH_SERVICES")); err == nil {
 		n = v
 	}
-	res, err := proxy.MeasureSync(ns.Path, n, 10)
+	res, err := proxy.MeasureSync(ns.Path(), n, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d services: full %v (cpu %v), one endpoint %v, one removed %v, %d rules", n, res.Full, res.FullCPU, res.OneEndpoint, res.EndpointRemoved, res.Rules)
-	if ok, err := proxy.TableExists(ns.Path, "rudder-proxy-bench"); err != nil || ok {
+	if ok, err := proxy.TableExists(ns.Path(), "rudder-proxy-bench"); err != nil || ok {
 		t.Fatalf("table left behind: %v %v", ok, err)
 	}
 }

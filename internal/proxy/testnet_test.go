@@ -3,13 +3,13 @@ package proxy_test
 import (
 	"bufio"
 	"fmt"
-	"github.com/rudder-dev/rudder/internal/proxy"
 	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rudder-dev/rudder/internal/netns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -18,16 +18,16 @@ import (
 // gateway, 10.42.0.1/24) and pods, each its own namespace attached by
 // a veth. Nothing in it routes anywhere else.
 type testNode struct {
-	ns   *proxy.NetNS
+	ns   *netns.NS
 	dir  string
-	pods map[string]*proxy.NetNS
+	pods map[string]*netns.NS
 	ips  map[string]string
 }
 
 func newTestNode(t *testing.T) *testNode {
 	t.Helper()
 	requireRoot(t)
-	n := &testNode{dir: t.TempDir(), pods: map[string]*proxy.NetNS{}, ips: map[string]string{}}
+	n := &testNode{dir: t.TempDir(), pods: map[string]*netns.NS{}, ips: map[string]string{}}
 	n.ns = tempNetNSIn(t, n.dir, "node")
 	err := n.ns.Do(func() error {
 		lo, err := netlink.LinkByName("lo")
@@ -70,9 +70,9 @@ func newTestNode(t *testing.T) *testNode {
 	return n
 }
 
-func tempNetNSIn(t testing.TB, dir, name string) *proxy.NetNS {
+func tempNetNSIn(t testing.TB, dir, name string) *netns.NS {
 	t.Helper()
-	ns, err := proxy.NewNetNS(dir, name)
+	ns, err := netns.Pinned(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +82,10 @@ func tempNetNSIn(t testing.TB, dir, name string) *proxy.NetNS {
 
 // addPod creates a pod namespace with address ip (in 10.42.0.0/24) on
 // the node's bridge.
-func (n *testNode) addPod(t *testing.T, name, ip string) *proxy.NetNS {
+func (n *testNode) addPod(t *testing.T, name, ip string) *netns.NS {
 	t.Helper()
 	pod := tempNetNSIn(t, n.dir, name)
-	podFd, err := unix.Open(pod.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	podFd, err := unix.Open(pod.Path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func (n *testNode) addPod(t *testing.T, name, ip string) *proxy.NetNS {
 func (n *testNode) addOutside(t *testing.T, name, ip, nodeIP string) {
 	t.Helper()
 	out := tempNetNSIn(t, n.dir, name)
-	fd, err := unix.Open(out.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(out.Path(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func (n *testNode) udpFrom(pod, addr string, srcPort int) (string, error) {
 	return answer, err
 }
 
-func (n *testNode) nsOf(pod string) *proxy.NetNS {
+func (n *testNode) nsOf(pod string) *netns.NS {
 	if pod == "node" {
 		return n.ns
 	}
