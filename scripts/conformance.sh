@@ -55,16 +55,14 @@
 # and report pods Running without running any container, so this cluster
 # passes the API-only tests and the tests that need pods only to be
 # Running; tests that exec into pods, read their logs or send traffic
-# between them need real nodes. start_cluster is the one place to switch to
-# `rudder up --nodes 2` (real nodes, each in its own network namespace)
-# once that command exists.
+# between them need real nodes: --real-nodes starts `rudder up --nodes 2`
+# instead (each node a `rudder agent` in its own network namespace on a
+# private bridge), in start_cluster, the one place that says which cluster.
 #
-# Network: everything the suite talks to here is on loopback (the API
-# server on 127.0.0.1; simulated nodes open no sockets). The upstream
-# images are not served yet, so no --kube-test-repo-list is passed; the
-# issue's image registry will be served on loopback and selected with it.
-# With real nodes the run belongs inside a network namespace with no route
-# out (issue 16).
+# Network: as root the self-started cluster and the suite run in a network
+# namespace of their own with only loopback, so no route out; the real
+# nodes' bridge and namespaces are made inside it. The API server is on
+# 127.0.0.1 (and, with real nodes, on the bridge's first address).
 #
 # The last line of output is `N passed, N failed, N skipped`; the exit
 # status is non-zero when any test failed.
@@ -325,8 +323,8 @@ if [ "$DRY_RUN" = 1 ]; then
 fi
 e2e_args=(--kubeconfig="$KUBECONFIG_IN"
   --provider=skeleton --report-dir="$REPORT_DIR" --kubectl-path="$KUBECTL")
-# The upstream test images are not served yet; when they are, the run adds
-# --kube-test-repo-list=<a file naming the loopback registry>.
+# No --kube-test-repo-list: with --real-nodes the images are imported
+# under upstream's own names (see the header).
 
 log "ginkgo --nodes=$NODES focus $GFOCUS${SKIP:+ skip $SKIP}; report in $REPORT_DIR"
 start=$SECONDS
