@@ -195,7 +195,7 @@ build_binaries() {
     # "Kubectl version" test parses it.
     if [ "$REAL_NODES" = 1 ] && [ ! -x "$AGNHOST" ]; then
       # agnhost for the test images: static, it runs in an image with no libc.
-      CGO_ENABLED=0 nice -n 10 go build -o "$AGNHOST.tmp" k8s.io/kubernetes/test/images/agnhost
+      CGO_ENABLED=0 nice -n 10 go build -ldflags "-s -w" -o "$AGNHOST.tmp" k8s.io/kubernetes/test/images/agnhost
       mv "$AGNHOST.tmp" "$AGNHOST"
     fi
     if [ ! -x "$KUBECTL" ]; then
