@@ -42,11 +42,13 @@ func conformanceSet(agnhost string) ([]spec, error) {
 			return nil, fmt.Errorf("agnhost binary: %w", err)
 		}
 		// As upstream's agnhost Dockerfile: /agnhost, ENTRYPOINT
-		// ["/agnhost"], CMD ["pause"], over a busybox userland (sh, nc,
-		// nslookup, wget) that the tests' shell commands use.
+		// ["/agnhost"], CMD ["pause"], over a busybox userland (sh,
+		// nslookup, wget) and this program as nc that the tests' shell commands use.
 		s = append(s, spec{
-			names:      []string{e2e + "agnhost:" + agnhostTag, e2e + "agnhost:" + agnhostPrevTag},
-			files:      []entry{{name: "agnhost", body: string(bin), mode: 0o755}},
+			names: []string{e2e + "agnhost:" + agnhostTag, e2e + "agnhost:" + agnhostPrevTag},
+			files: []entry{{name: "agnhost", body: string(bin), mode: 0o755}},
+			// OpenBSD-style nc ahead of busybox's on PATH (netcat.go).
+			self:       []entry{selfAt("usr/local/bin/nc", 0o755)},
 			entrypoint: []string{"/agnhost"},
 			cmd:        []string{"pause"},
 		})
