@@ -149,7 +149,9 @@ log() { echo "conformance.sh: $*" >&2; }
 # build_binaries makes $E2E and $GINKGO when either is missing.
 build_binaries() {
   # A kubectl without its version stamped (an earlier script's) is rebuilt.
-  if [ -x "$KUBECTL" ] && ! "$KUBECTL" version --client 2>/dev/null | grep -qF "$K8S_VERSION"; then
+  # (Output captured first: with pipefail, grep -q closing the pipe early
+  # made kubectl die of SIGPIPE and every run rebuild it.)
+  if [ -x "$KUBECTL" ] && ! [[ "$("$KUBECTL" version --client 2>/dev/null)" == *"$K8S_VERSION"* ]]; then
     rm -f "$KUBECTL"
   fi
   if [ -x "$E2E" ] && [ -x "$GINKGO" ] && [ -x "$KUBECTL" ] &&
