@@ -44,14 +44,42 @@ func conformanceSet(agnhost string) ([]spec, error) {
 		// As upstream's agnhost Dockerfile: /agnhost, ENTRYPOINT
 		// ["/agnhost"], CMD ["pause"], over a busybox userland (sh,
 		// nslookup, wget) and this program as nc that the tests' shell commands use.
+		files := []entry{{name: "agnhost", body: string(bin), mode: 0o755}}
+		dash, err := dashShell()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, dash...)
 		s = append(s, spec{
 			names: []string{e2e + "agnhost:" + agnhostTag, e2e + "agnhost:" + agnhostPrevTag},
-			files: []entry{{name: "agnhost", body: string(bin), mode: 0o755}},
-			// OpenBSD-style nc ahead of busybox's on PATH (netcat.go).
+			files: files,
+			// OpenBSD-style nc ahead of busybox's on PATH (netcat.go); /bin/sh is dash, which
+			// honours PATH (dashShell).
 			self:       []entry{selfAt("usr/local/bin/nc", 0o755)},
 			entrypoint: []string{"/agnhost"},
 			cmd:        []string{"pause"},
 		})
 	}
 	return s, nil
+}
+
+// dashShell is the host's /bin/dash as the image's /bin/sh, with the two
+// libraries it links. Debian's static busybox is built with
+// SH_STANDALONE: its sh runs its own applet for any command that names
+// one, whatever PATH says, so `sh -c 'nc -v ...'` would never reach the
+// nc in /usr/local/bin. dash looks commands up in PATH.
+func dashShell() ([]entry, error) {
+	es := dirs("lib", "lib/x86_64-linux-gnu", "lib64")
+	for _, f := range [][2]string{
+		{"bin/sh", "/bin/dash"},
+		{"lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6"},
+		{"lib64/ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2"},
+	} {
+		b, err := os.ReadFile(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("the agnhost image's shell is the host's dash (apt-get install dash): %w", err)
+		}
+		es = append(es, entry{name: f[0], body: string(b), mode: 0o755})
+	}
+	return es, nil
 }
