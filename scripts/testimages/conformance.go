@@ -36,6 +36,13 @@ func conformanceSet(agnhost string) ([]spec, error) {
 		{names: []string{e2e + "nonewprivs:1.4", e2e + "nonewprivs:1.3"}, self: []entry{selfAt("usr/local/bin/nnp", 0o4755)}, entrypoint: []string{"/usr/local/bin/nnp"}, user: "0"},
 		{names: []string{e2e + "nonroot:1.5", e2e + "nonroot:1.4"}, user: "1234", cmd: []string{"sh"}},
 	}
+	// configs[GlibcDnsTesting]: the DNS tests' querier, dig and getent
+	// under a shell that honours PATH.
+	dash, err := dashShell()
+	if err != nil {
+		return nil, err
+	}
+	s = append(s, spec{names: []string{e2e + "glibc-dns-testing:2.0.0"}, files: dash, self: dnsTools(), cmd: []string{"sh"}})
 	if agnhost != "" {
 		bin, err := os.ReadFile(agnhost)
 		if err != nil {
@@ -55,7 +62,7 @@ func conformanceSet(agnhost string) ([]spec, error) {
 			files: files,
 			// OpenBSD-style nc ahead of busybox's on PATH (netcat.go); /bin/sh is dash, which
 			// honours PATH (dashShell).
-			self:       []entry{selfAt("usr/local/bin/nc", 0o755)},
+			self:       dnsTools(),
 			entrypoint: []string{"/agnhost"},
 			cmd:        []string{"pause"},
 		})
@@ -82,4 +89,11 @@ func dashShell() ([]entry, error) {
 		es = append(es, entry{name: f[0], body: string(b), mode: 0o755})
 	}
 	return es, nil
+}
+
+// dnsTools are this program as nc, dig and getent in /usr/local/bin
+// (netcat.go, dig.go): upstream's images have OpenBSD netcat and bind's
+// dig, which busybox lacks or has with other options.
+func dnsTools() []entry {
+	return []entry{selfAt("usr/local/bin/nc", 0o755), selfAt("usr/local/bin/dig", 0o755), selfAt("usr/local/bin/getent", 0o755)}
 }

@@ -18,6 +18,8 @@ var personalities = map[string]func() int{
 	"nnp":           effectiveUID,
 	"pause":         pause,
 	"nc":            netcat,
+	"dig":           dig,
+	"getent":        getent,
 }
 
 // nginxTitle is the command line real nginx shows for its master
