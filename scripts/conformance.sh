@@ -15,6 +15,9 @@
 #                    (default /tmp/rudder-conformance/<date>)
 #   --nodes P        parallel ginkgo processes for the parallel part (default 2);
 #                    the [Serial] tests always run afterwards, one at a time
+#   --real-nodes     start `rudder up --nodes 2` (real nodes: containers, pod
+#                    network, Services, DNS) instead of simulated nodes, with
+#                    the test images imported into every node (see below)
 #   --build-only     build (or find in the cache) the binaries and stop
 #   --dry-run        list the tests that would run, run none
 #
@@ -35,22 +38,31 @@
 # rebuilt only when missing. The
 # first build takes long on a small machine (see docs/conformance.md).
 #
+# The test images (--real-nodes): scripts/testimages builds, offline, the
+# images the e2e suite uses most (agnhost from k8s.io/kubernetes's own
+# source in the scratch module, static; busybox from /bin/busybox; pause,
+# nginx, httpd, nonewprivs, nonroot) under upstream's own names and tags
+# (registry.k8s.io/e2e-test-images/agnhost:2.63.0, ...) into one
+# docker-archive, and `rudder images import` puts it into every node's
+# store before the run. The e2e pods' pull policy for a tagged image is
+# IfNotPresent, so a node never pulls them and no --kube-test-repo-list is
+# needed. An image the set lacks fails its test with ErrImagePull (no
+# registry is reachable).
+#
 # The cluster: without --kubeconfig the script starts
 # `rudder server --simulated-nodes 2` on loopback with a temporary data
 # directory (start_cluster below). Simulated nodes register, hold leases
 # and report pods Running without running any container, so this cluster
 # passes the API-only tests and the tests that need pods only to be
 # Running; tests that exec into pods, read their logs or send traffic
-# between them need real nodes. start_cluster is the one place to switch to
-# `rudder up --nodes 2` (real nodes, each in its own network namespace)
-# once that command exists.
+# between them need real nodes: --real-nodes starts `rudder up --nodes 2`
+# instead (each node a `rudder agent` in its own network namespace on a
+# private bridge), in start_cluster, the one place that says which cluster.
 #
-# Network: everything the suite talks to here is on loopback (the API
-# server on 127.0.0.1; simulated nodes open no sockets). The upstream
-# images are not served yet, so no --kube-test-repo-list is passed; the
-# issue's image registry will be served on loopback and selected with it.
-# With real nodes the run belongs inside a network namespace with no route
-# out (issue 16).
+# Network: as root the self-started cluster and the suite run in a network
+# namespace of their own with only loopback, so no route out; the real
+# nodes' bridge and namespaces are made inside it. The API server is on
+# 127.0.0.1 (and, with real nodes, on the bridge's first address).
 #
 # The last line of output is `N passed, N failed, N skipped`; the exit
 # status is non-zero when any test failed.
@@ -67,6 +79,7 @@ REPORT_DIR=""
 NODES=2
 BUILD_ONLY=0
 DRY_RUN=0
+REAL_NODES=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kubeconfig|--focus|--skip|--report-dir|--nodes)
@@ -85,6 +98,7 @@ while [ $# -gt 0 ]; do
     --report-dir=*) REPORT_DIR=${1#*=}; shift ;;
     --nodes=*) NODES=${1#*=}; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
+    --real-nodes) REAL_NODES=1; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -115,8 +129,8 @@ if [ -n "$REPORT_DIR" ]; then
 fi
 if [ -n "${CONFORMANCE_PARSE_ONLY:-}" ]; then
   # For scripts/conformance_test.sh: print what was parsed and stop.
-  printf 'kubeconfig=%s\nfocus=%s\nskip=%s\nreport-dir=%s\nnodes=%s\nbuild-only=%s\ndry-run=%s\n' \
-    "$KUBECONFIG_IN" "$FOCUS" "$SKIP" "$REPORT_DIR" "$NODES" "$BUILD_ONLY" "$DRY_RUN"
+  printf 'kubeconfig=%s\nfocus=%s\nskip=%s\nreport-dir=%s\nnodes=%s\nbuild-only=%s\ndry-run=%s\nreal-nodes=%s\n' \
+    "$KUBECONFIG_IN" "$FOCUS" "$SKIP" "$REPORT_DIR" "$NODES" "$BUILD_ONLY" "$DRY_RUN" "$REAL_NODES"
   exit 0
 fi
 cd "$(dirname "$SELF")/.."
@@ -128,16 +142,20 @@ CACHE=${RUDDER_CONFORMANCE_CACHE:-$HOME/.cache/rudder/conformance/$K8S_VERSION}
 E2E=$CACHE/e2e.test
 GINKGO=$CACHE/ginkgo
 KUBECTL=$CACHE/kubectl
+AGNHOST=$CACHE/agnhost
 
 log() { echo "conformance.sh: $*" >&2; }
 
 # build_binaries makes $E2E and $GINKGO when either is missing.
 build_binaries() {
   # A kubectl without its version stamped (an earlier script's) is rebuilt.
-  if [ -x "$KUBECTL" ] && ! "$KUBECTL" version --client 2>/dev/null | grep -qF "$K8S_VERSION"; then
+  # (Output captured first: with pipefail, grep -q closing the pipe early
+  # made kubectl die of SIGPIPE and every run rebuild it.)
+  if [ -x "$KUBECTL" ] && ! [[ "$("$KUBECTL" version --client 2>/dev/null)" == *"$K8S_VERSION"* ]]; then
     rm -f "$KUBECTL"
   fi
-  if [ -x "$E2E" ] && [ -x "$GINKGO" ] && [ -x "$KUBECTL" ]; then
+  if [ -x "$E2E" ] && [ -x "$GINKGO" ] && [ -x "$KUBECTL" ] &&
+    { [ "$REAL_NODES" = 0 ] || [ -x "$AGNHOST" ]; }; then
     return 0
   fi
   local src=$CACHE/src
@@ -177,6 +195,11 @@ build_binaries() {
     # skewed kubectl fails them for reasons that are not the server's.
     # With the version stamped as upstream's hack/lib/version.sh does: the
     # "Kubectl version" test parses it.
+    if [ "$REAL_NODES" = 1 ] && [ ! -x "$AGNHOST" ]; then
+      # agnhost for the test images: static, it runs in an image with no libc.
+      CGO_ENABLED=0 nice -n 10 go build -ldflags "-s -w" -o "$AGNHOST.tmp" k8s.io/kubernetes/test/images/agnhost
+      mv "$AGNHOST.tmp" "$AGNHOST"
+    fi
     if [ ! -x "$KUBECTL" ]; then
       local minor=${K8S_VERSION#v1.}; minor=${minor%%.*} ldflags=""
       for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
@@ -209,6 +232,11 @@ if [ -z "$KUBECONFIG_IN" ] && [ ! -x "$RUN_DIR/rudder" ]; then
   nice -n 10 go build -o "$RUN_DIR/rudder" ./cmd/rudder
 fi
 [ -x "$RUN_DIR/conformancereport" ] || nice -n 10 go build -o "$RUN_DIR/conformancereport" ./scripts/conformancereport
+if [ -z "$KUBECONFIG_IN" ] && [ "$REAL_NODES" = 1 ] && [ ! -s "$RUN_DIR/images.tar" ]; then
+  log "building the test images into $RUN_DIR/images.tar"
+  CGO_ENABLED=0 nice -n 10 go build -o "$RUN_DIR/testimages" ./scripts/testimages
+  "$RUN_DIR/testimages" archive --set conformance --agnhost "$AGNHOST" --out "$RUN_DIR/images.tar"
+fi
 
 # A self-started cluster runs, with the suite, in a network namespace of
 # its own that has only loopback (so no route out), when this is root.
@@ -219,6 +247,7 @@ if [ -z "$KUBECONFIG_IN" ] && [ -z "${CONFORMANCE_IN_NETNS:-}" ] && [ "$(id -u)"
   [ -n "$FOCUS" ] && args+=(--focus "$FOCUS")
   [ -n "$SKIP" ] && args+=(--skip "$SKIP")
   [ "$DRY_RUN" = 1 ] && args+=(--dry-run)
+  [ "$REAL_NODES" = 1 ] && args+=(--real-nodes)
   exec env CONFORMANCE_IN_NETNS=1 unshare --net -- bash -c 'ip link set lo up && exec "$0" "$@"' "$SELF" "${args[@]}"
 fi
 
@@ -244,9 +273,14 @@ trap 'exit 130' INT TERM
 start_cluster() {
   local data=$RUN_DIR/data
   mkdir -p "$data"
-  log "starting rudder server --simulated-nodes 2 (log: $REPORT_DIR/rudder.log)"
-  "$RUN_DIR/rudder" server --simulated-nodes 2 --data-dir "$data" --https-port 0 \
-    >"$REPORT_DIR/rudder.log" 2>&1 &
+  if [ "$REAL_NODES" = 1 ]; then
+    log "starting rudder up --nodes 2 (log: $REPORT_DIR/rudder.log)"
+    "$RUN_DIR/rudder" up --nodes 2 --data-dir "$data" >"$REPORT_DIR/rudder.log" 2>&1 &
+  else
+    log "starting rudder server --simulated-nodes 2 (log: $REPORT_DIR/rudder.log)"
+    "$RUN_DIR/rudder" server --simulated-nodes 2 --data-dir "$data" --https-port 0 \
+      >"$REPORT_DIR/rudder.log" 2>&1 &
+  fi
   CLUSTER_PID=$!
   KUBECONFIG_IN=$data/admin.kubeconfig
   local deadline=$((SECONDS + 120))
@@ -255,6 +289,18 @@ start_cluster() {
     [ $SECONDS -lt $deadline ] || { log "rudder server not ready after 120s"; exit 1; }
     sleep 1
   done
+  if [ "$REAL_NODES" = 1 ]; then
+    # The nodes register a little after the API answers.
+    until [ "$("$KUBECTL" --kubeconfig "$KUBECONFIG_IN" get nodes -o name 2>/dev/null | wc -l)" -ge 2 ]; do
+      kill -0 "$CLUSTER_PID" 2>/dev/null || { log "rudder up exited; see $REPORT_DIR/rudder.log"; exit 1; }
+      [ $SECONDS -lt $deadline ] || { log "the nodes did not register within 120s"; exit 1; }
+      sleep 1
+    done
+    # Every node's store, before any test pod asks for an image.
+    log "importing the test images into every node"
+    "$RUN_DIR/rudder" images import "$RUN_DIR/images.tar" --data-dir "$data" >"$REPORT_DIR/images-import.log" 2>&1 ||
+      { log "rudder images import failed; see $REPORT_DIR/images-import.log"; exit 1; }
+  fi
   "$KUBECTL" --kubeconfig "$KUBECONFIG_IN" wait --for=condition=Ready node --all --timeout=120s >/dev/null
 }
 
@@ -279,8 +325,8 @@ if [ "$DRY_RUN" = 1 ]; then
 fi
 e2e_args=(--kubeconfig="$KUBECONFIG_IN"
   --provider=skeleton --report-dir="$REPORT_DIR" --kubectl-path="$KUBECTL")
-# The upstream test images are not served yet; when they are, the run adds
-# --kube-test-repo-list=<a file naming the loopback registry>.
+# No --kube-test-repo-list: with --real-nodes the images are imported
+# under upstream's own names (see the header).
 
 log "ginkgo --nodes=$NODES focus $GFOCUS${SKIP:+ skip $SKIP}; report in $REPORT_DIR"
 start=$SECONDS

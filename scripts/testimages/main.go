@@ -5,6 +5,7 @@
 //
 //	testimages serve --state DIR     # serve them; DIR/proxy holds the address, DIR/ca.pem the CA
 //	testimages archive --out FILE    # write busybox + pause as one docker-archive tarball
+//	testimages archive --set conformance --agnhost BIN --out FILE  # the e2e suite's images (conformance.go)
 //
 // # Serving under the names critest uses
 //
@@ -58,6 +59,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testimages serve --state DIR | testimages archive --out FILE")
+	fmt.Fprintln(os.Stderr, "usage: testimages serve --state DIR | testimages archive [--set critest|conformance] [--agnhost BIN] --out FILE")
 	os.Exit(2)
 }

@@ -17,6 +17,9 @@ var personalities = map[string]func() int{
 	"hostnet-nginx": func() int { return webServer("nginx", ":12003") },
 	"nnp":           effectiveUID,
 	"pause":         pause,
+	"nc":            netcat,
+	"dig":           dig,
+	"getent":        getent,
 }
 
 // nginxTitle is the command line real nginx shows for its master

@@ -261,6 +261,8 @@ func (a *authority) certFor(hello *tls.ClientHelloInfo) (*tls.Certificate, error
 func archiveCommand(args []string) error {
 	fs := flag.NewFlagSet("archive", flag.ExitOnError)
 	out := fs.String("out", "", "tarball to write")
+	set := fs.String("set", "critest", "which images: critest (busybox + pause) or conformance (the e2e suite's, see conformance.go)")
+	agnhost := fs.String("agnhost", "", "with --set conformance: a static agnhost binary to make the agnhost images from")
 	_ = fs.Parse(args)
 	if *out == "" {
 		return errors.New("--out is required")
@@ -269,11 +271,23 @@ func archiveCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	refs := map[name.Reference]v1.Image{}
-	for _, s := range imageSet()[:6] {
-		if s.names[0] != e2e+"busybox:1.29-2" && s.names[0] != "registry.k8s.io/pause:3.9" {
-			continue
+	var specs []spec
+	switch *set {
+	case "critest":
+		for _, s := range imageSet()[:6] {
+			if s.names[0] == e2e+"busybox:1.29-2" || s.names[0] == "registry.k8s.io/pause:3.9" {
+				specs = append(specs, s)
+			}
 		}
+	case "conformance":
+		if specs, err = conformanceSet(*agnhost); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--set %q: want critest or conformance", *set)
+	}
+	refs := map[name.Reference]v1.Image{}
+	for _, s := range specs {
 		img, err := b.build(s)
 		if err != nil {
 			return err
@@ -292,6 +306,7 @@ func archiveCommand(args []string) error {
 	}
 	if err := tarball.MultiRefWrite(refs, f); err != nil {
 		f.Close()
+		os.Remove(*out)
 		return err
 	}
 	return f.Close()
