@@ -121,6 +121,7 @@ func upNodes(cmd *cobra.Command, cfg server.Config, nf nodesFlags) error {
 		return errors.Join(err, stop())
 	}
 	go logWhenReady(ctx, client, lc, began, srv.Kubeconfig)
+	go followPodRoutes(ctx, client, lc)
 	<-ctx.Done()
 	// The token bought the nodes their certificates; it is not left
 	// valid behind the cluster.
@@ -170,4 +171,41 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// followPodRoutes keeps the hub's routes to the nodes' pod CIDRs in step
+// with the Node objects, so that the API server (which dials pods from
+// the hub for pods/proxy and services/proxy) reaches every pod.
+func followPodRoutes(ctx context.Context, client kubernetes.Interface, lc *localcluster.Cluster) {
+	var last string
+	for {
+		if nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+			routes := map[netip.Prefix]netip.Addr{}
+			for _, n := range nodes.Items {
+				var via netip.Addr
+				for _, a := range n.Status.Addresses {
+					if a.Type == corev1.NodeInternalIP {
+						via, _ = netip.ParseAddr(a.Address)
+					}
+				}
+				for _, c := range n.Spec.PodCIDRs {
+					if p, err := netip.ParsePrefix(c); err == nil && via.IsValid() && p.Addr().Is4() == via.Is4() {
+						routes[p.Masked()] = via
+					}
+				}
+			}
+			if key := fmt.Sprint(routes); key != last {
+				if err := lc.SetPodRoutes(routes); err != nil {
+					slog.Warn("routes from the API server to the pods", "err", err)
+				} else {
+					last = key
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

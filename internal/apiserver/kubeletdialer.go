@@ -69,6 +69,8 @@ func (s *Server) SetKubeletClient(cfg KubeletClientConfig) {
 type kubeletDialer struct {
 	s         *Server
 	transport *http.Transport
+	// podTransport reaches pods for pods/proxy and services/proxy.
+	podTransport *http.Transport
 	client    *http.Client
 }
 
@@ -134,7 +136,17 @@ func newKubeletDialer(s *Server, cfg KubeletClientConfig) *kubeletDialer {
 		// while a resumed handshake (the session cache above) costs little.
 		DisableKeepAlives: true,
 	}
-	return &kubeletDialer{s: s, transport: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	// Pods are dialed the same way, only at the address the request
+	// names; their certificates are not checked (as upstream's proxy to
+	// pods does not).
+	podTr := &http.Transport{
+		DialContext: tr.DialContext,
+		// #nosec G402 -- a pod's serving certificate is its own business.
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 5 * time.Second,
+		DisableKeepAlives:   true,
+	}
+	return &kubeletDialer{s: s, transport: tr, podTransport: podTr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // kubeletNotServed is the answer for a node advertising no kubelet port.
@@ -229,8 +241,46 @@ func kubeletCheckResponse(resp *http.Response) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(resp.StatusCode), Reason: reason, Message: text}}
 }
 
-func (d *kubeletDialer) Pod(w http.ResponseWriter, r *http.Request, target *url.URL) {
-	streamNoNode{s: d.s}.Pod(w, r, target)
+// Pod proxies to a pod on a real node, dialing its address the way the
+// server dials kubelets (Dial: from the nodes' network when they have one
+// of their own). Pods of simulated nodes, or of no known node, run
+// nowhere: they are never dialed.
+func (d *kubeletDialer) Pod(w http.ResponseWriter, r *http.Request, node *corev1.Node, target *url.URL) {
+	if node == nil {
+		streamNoNode{s: d.s}.Pod(w, r, node, target)
+		return
+	}
+	if _, simulated := node.Labels[labelSimulated]; simulated {
+		streamNoNode{s: d.s}.Pod(w, r, node, target)
+		return
+	}
+	host := target.Host
+	if target.Port() == "" {
+		port := "80"
+		if target.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(target.Hostname(), port)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out = pr.Out.WithContext(withKubeletAddr(pr.Out.Context(), host))
+			pr.Out.URL = target
+			pr.Out.Host = target.Host
+			pr.Out.Header.Del("Authorization")
+			for k := range pr.Out.Header {
+				if strings.HasPrefix(k, "Impersonate-") {
+					pr.Out.Header.Del(k)
+				}
+			}
+		},
+		Transport:     d.podTransport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			d.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s: %v", target, err)))
+		},
+	}
+	rp.ServeHTTP(w, r)
 }
 
 // get fetches path from node's kubelet; a response other than 200 is an

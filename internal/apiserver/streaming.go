@@ -38,8 +38,9 @@ type NodeConnector interface {
 	// /containerLogs/{ns}/{pod}/{container}) with the given query.
 	Kubelet(w http.ResponseWriter, r *http.Request, node *corev1.Node, path string, query url.Values)
 	// Pod serves a request to a pod (or a service endpoint) at target,
-	// scheme://ip[:port]/path?query: the pod and service proxies.
-	Pod(w http.ResponseWriter, r *http.Request, target *url.URL)
+	// scheme://ip[:port]/path?query: the pod and service proxies. node is
+	// the node the pod runs on, nil when unknown.
+	Pod(w http.ResponseWriter, r *http.Request, node *corev1.Node, target *url.URL)
 }
 
 // streamKubeletPort is where a kubelet serves when its node reports no port.
@@ -55,7 +56,7 @@ func (c streamNoNode) Kubelet(w http.ResponseWriter, r *http.Request, node *core
 			streamMethod(r), u.String(), node.Name)}})
 }
 
-func (c streamNoNode) Pod(w http.ResponseWriter, r *http.Request, target *url.URL) {
+func (c streamNoNode) Pod(w http.ResponseWriter, r *http.Request, _ *corev1.Node, target *url.URL) {
 	c.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s: the API server has no route to the pod network", target)))
 }
 
@@ -396,30 +397,42 @@ func (h *resourceHandler) streamProxy(w http.ResponseWriter, r *http.Request, in
 		if port != "" {
 			addr = net.JoinHostPort(addr, port)
 		}
-		h.s.nodeConnector().Pod(w, r, target(addr))
+		h.s.nodeConnector().Pod(w, r, h.s.podNode(ctx, pod.Spec.NodeName), target(addr))
 	case "services":
-		addr, err := h.streamServiceEndpoint(ctx, namespace, name, port)
+		addr, nodeName, err := h.streamServiceEndpoint(ctx, namespace, name, port)
 		if err != nil {
 			h.s.writeError(w, r, err)
 			return
 		}
-		h.s.nodeConnector().Pod(w, r, target(addr))
+		h.s.nodeConnector().Pod(w, r, h.s.podNode(ctx, nodeName), target(addr))
 	}
 }
 
 // streamServiceEndpoint picks a ready endpoint of a service (port by name or
 // number, or the service's only port), or says there is none, with
 // upstream's 503.
-func (h *resourceHandler) streamServiceEndpoint(ctx context.Context, namespace, name, port string) (string, error) {
+func (h *resourceHandler) streamServiceEndpoint(ctx context.Context, namespace, name, port string) (addr, nodeName string, err error) {
 	obj, _, err := h.getStored(ctx, namespace, name)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	svc := obj.(*corev1.Service)
+	// The port names a service port, by name or number; its endpoints
+	// carry that port's name (the target port may be another number).
+	portName, found := "", port == ""
+	for _, sp := range svc.Spec.Ports {
+		if port == "" && len(svc.Spec.Ports) == 1 || sp.Name == port || strconv.Itoa(int(sp.Port)) == port {
+			portName, found = sp.Name, true
+			break
+		}
+	}
+	if !found {
+		return "", "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+	}
 	sh := h.s.handlers[discoveryv1.SchemeGroupVersion.WithResource("endpointslices")]
 	if sh != nil {
 		if _, err := sh.cache.freshRevision(ctx); err != nil {
-			return "", toStatusError(err, sh.gr, "")
+			return "", "", toStatusError(err, sh.gr, "")
 		}
 		items, _ := sh.cache.list(sh.prefix(namespace), nil)
 		for _, o := range items {
@@ -432,16 +445,35 @@ func (h *resourceHandler) streamServiceEndpoint(ctx context.Context, namespace, 
 					continue
 				}
 				for _, p := range slice.Ports {
-					if port == "" || (p.Name != nil && *p.Name == port) || (p.Port != nil && strconv.Itoa(int(*p.Port)) == port) {
+					if port == "" || ptrString(p.Name) == portName {
 						if p.Port != nil {
-							return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))), nil
+							return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))), ptrString(ep.NodeName), nil
 						}
 					}
 				}
 			}
 		}
 	}
-	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+	return "", "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// podNode is the node a proxied pod runs on, nil when unknown.
+func (s *Server) podNode(ctx context.Context, name string) *corev1.Node {
+	if name == "" {
+		return nil
+	}
+	n, err := s.streamNode(ctx, name)
+	if err != nil {
+		return nil
+	}
+	return n
 }
 
 func (h *resourceHandler) streamPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {

@@ -75,6 +75,7 @@ func (c *Config) defaults() {
 
 // Cluster is a local cluster's nodes and their wiring.
 type Cluster struct {
+	routes   podRoutes // the hub's routes to pod CIDRs
 	cfg      Config
 	nodesDir string
 	lock     *os.File

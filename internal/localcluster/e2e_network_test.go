@@ -86,6 +86,24 @@ func checkClusterNetwork(t *testing.T, k *kubectltest.Kubectl, client string, no
 			t.Errorf("nslookup web: %q; want web.default.svc.cluster.local at %s", r.Stdout, ip)
 		}
 	})
+	t.Run("pods/proxy and services/proxy reach pods on both nodes", func(t *testing.T) {
+		for _, p := range pods.Items {
+			var got string
+			// The API server's routes to a node's pods follow its Node.
+			waitFor(t, 10*time.Second, "pods/proxy to "+p.Name, func() bool {
+				r := k.Run(t, "", "get", "--raw", "/api/v1/namespaces/default/pods/"+p.Name+":8080/proxy/")
+				got = strings.TrimSpace(r.Stdout)
+				return r.Code == 0
+			})
+			if got != p.Name {
+				t.Errorf("pods/proxy of %s on %s answered %q", p.Name, p.Spec.NodeName, got)
+			}
+		}
+		got := strings.TrimSpace(k.OK(t, "get", "--raw", "/api/v1/namespaces/default/services/web:80/proxy/"))
+		if !names[got] {
+			t.Errorf("services/proxy of web answered %q", got)
+		}
+	})
 	t.Run("a NodePort answers on every node", func(t *testing.T) {
 		port := k.OK(t, "get", "service", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}")
 		for _, ip := range nodeIPs {
