@@ -69,7 +69,7 @@ func TestChild(t *testing.T) {
 		minStop      time.Duration
 	}{
 		{"SIGTERM stops it", "sleep 100 & wait", 0},
-		{"one that ignores SIGTERM is killed after the grace", "trap '' TERM; while :; do sleep 0.05; done", 300 * time.Millisecond},
+		{"one that ignores SIGTERM is killed after the grace", "trap '' TERM; echo trapped; while :; do sleep 0.05; done", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newChild(tc.script)
@@ -78,6 +78,16 @@ func TestChild(t *testing.T) {
 			<-c.started
 			if c.startErr != nil {
 				t.Fatal(c.startErr)
+			}
+			if strings.Contains(tc.script, "echo trapped") {
+				// SIGTERM before the shell set its trap would end it at once.
+				deadline := time.Now().Add(5 * time.Second)
+				for b, _ := os.ReadFile(c.logPath); !strings.Contains(string(b), "trapped"); b, _ = os.ReadFile(c.logPath) {
+					if time.Now().After(deadline) {
+						t.Fatal("the stand-in never set its trap")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
 			pid := c.PID()
 			if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); got != fmt.Sprintf("net:[%d]", nsInode) {
