@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	proxyutil "k8s.io/apimachinery/pkg/util/proxy"
 )
 
 // The kubelet dialer: how the API server reaches a node's kubelet, for
@@ -71,7 +72,7 @@ type kubeletDialer struct {
 	transport *http.Transport
 	// podTransport reaches pods for pods/proxy and services/proxy.
 	podTransport *http.Transport
-	client    *http.Client
+	client       *http.Client
 }
 
 // kubeletSessionCache is how many kubelets' TLS sessions are kept.
@@ -274,13 +275,24 @@ func (d *kubeletDialer) Pod(w http.ResponseWriter, r *http.Request, node *corev1
 				}
 			}
 		},
-		Transport:     d.podTransport,
+		// Links in HTML answers are rewritten to go through this proxy
+		// path, as upstream's pod and service proxies do.
+		Transport:     &proxyutil.Transport{Scheme: "https", Host: r.Host, PathPrepend: proxyPrefix(r.URL.Path), RoundTripper: d.podTransport},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			d.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s: %v", target, err)))
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// proxyPrefix is a proxy request's path up to and including its
+// "/proxy" segment: /api/v1/namespaces/ns/pods/name:port/proxy.
+func proxyPrefix(p string) string {
+	if i := strings.Index(p, "/proxy/"); i >= 0 {
+		return p[:i+len("/proxy")]
+	}
+	return strings.TrimSuffix(p, "/")
 }
 
 // get fetches path from node's kubelet; a response other than 200 is an

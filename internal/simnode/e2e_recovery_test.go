@@ -166,7 +166,7 @@ func TestFleetKeepsStatusesTrue(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The node stops it and confirms; the finalizer keeps it.
-		eventually(t, 10*time.Second, "deletion confirmed", func() (bool, error) {
+		eventually(t, 30*time.Second, "deletion confirmed", func() (bool, error) {
 			p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 			return err == nil && p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0, err
 		})

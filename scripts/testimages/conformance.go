@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 )
 
 // The conformance image set: what upstream's e2e.test (Kubernetes
@@ -14,6 +17,8 @@ import (
 const (
 	agnhostTag     = "2.63.0" // configs[Agnhost]
 	agnhostPrevTag = "2.55"   // configs[AgnhostPrev]
+	// kubernetesVersion is the k8s.io/kubernetes module agnhost comes from.
+	kubernetesVersion = "v1.36.3"
 )
 
 // conformanceSet is the conformance images. agnhost is the path of a
@@ -52,6 +57,11 @@ func conformanceSet(agnhost string) ([]spec, error) {
 		// ["/agnhost"], CMD ["pause"], over a busybox userland (sh,
 		// nslookup, wget) and this program as nc that the tests' shell commands use.
 		files := []entry{{name: "agnhost", body: string(bin), mode: 0o755}}
+		certs, err := agnhostCerts()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, certs...)
 		dash, err := dashShell()
 		if err != nil {
 			return nil, err
@@ -96,4 +106,25 @@ func dashShell() ([]entry, error) {
 // dig, which busybox lacks or has with other options.
 func dnsTools() []entry {
 	return []entry{selfAt("usr/local/bin/nc", 0o755), selfAt("usr/local/bin/dig", 0o755), selfAt("usr/local/bin/getent", 0o755)}
+}
+
+// agnhostCerts are the porter's TLS certificate and key, which upstream's
+// agnhost image carries at its root (/localhost.crt, /localhost.key):
+// porter serves its SERVE_TLS_PORT_* ports with them. They come from the
+// k8s.io/kubernetes module agnhost was built from.
+func agnhostCerts() ([]entry, error) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "k8s.io", "kubernetes@"+kubernetesVersion, "test", "images", "agnhost", "porter")
+	var es []entry
+	for _, f := range []string{"localhost.crt", "localhost.key"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return nil, fmt.Errorf("agnhost's %s (from the k8s.io/kubernetes module agnhost is built from): %w", f, err)
+		}
+		es = append(es, entry{name: f, body: string(b), mode: 0o644})
+	}
+	return es, nil
 }
