@@ -277,7 +277,7 @@ func (d *kubeletDialer) Pod(w http.ResponseWriter, r *http.Request, node *corev1
 		},
 		// Links in HTML answers are rewritten to go through this proxy
 		// path, as upstream's pod and service proxies do.
-		Transport:     &proxyutil.Transport{Scheme: "https", Host: r.Host, PathPrepend: proxyPrefix(r.URL.Path), RoundTripper: d.podTransport},
+		Transport:     &proxyutil.Transport{PathPrepend: proxyPrefix(r.URL.Path), RoundTripper: d.podTransport},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			d.s.writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach %s: %v", target, err)))
