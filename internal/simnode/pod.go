@@ -132,12 +132,24 @@ func (f *Fleet) confirmDeletion(ctx context.Context, pod *corev1.Pod, mem *podMe
 		GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
 	})
+	if apierrors.IsConflict(err) {
+		// A conflict is either the UID precondition (a new pod of the same
+		// name: ours is gone) or a write that raced the delete's own
+		// update (a pod held by a finalizer is updated, not removed):
+		// only the first means there is nothing left to confirm.
+		cur, gerr := f.cfg.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if gerr == nil && cur.UID == pod.UID && (cur.DeletionGracePeriodSeconds == nil || *cur.DeletionGracePeriodSeconds != 0) {
+			return fmt.Errorf("confirm deletion: %w", err) // tried again
+		}
+		mem.confirmed = true
+		release(mem)
+		return nil
+	}
 	switch {
 	case err == nil:
 		f.stats.podsDeleted.Add(1)
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// Gone already, or replaced by a new pod of the same name: either
-		// way nothing of ours is left to confirm.
+	case apierrors.IsNotFound(err):
+		// Gone already: nothing of ours is left to confirm.
 	default:
 		return fmt.Errorf("confirm deletion: %w", err)
 	}
