@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -99,14 +100,17 @@ func (o *systemObjects) run(ctx context.Context) {
 	timer := time.NewTicker(o.interval)
 	defer timer.Stop()
 	for {
+		var retry <-chan time.Time
 		if err := o.reconcile(ctx); err != nil && ctx.Err() == nil {
 			slog.Warn("system objects: pass failed, retrying", "err", err)
+			retry = time.After(min(time.Second, o.interval))
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-timer.C:
+		case <-retry:
 		}
 	}
 }
@@ -120,23 +124,19 @@ func (o *systemObjects) reconcile(ctx context.Context) error {
 			return fmt.Errorf("namespace %s: %w", name, err)
 		}
 	}
-	if err := o.reconcileService(ctx); err != nil {
-		return err
-	}
+	// Each object is its own step: one that fails does not hold the
+	// others back until the next pass.
+	errs := []error{o.reconcileService(ctx)}
 	o.reconcileDNSService(ctx)
-	if err := o.reconcileServiceCIDR(ctx); err != nil {
-		return err
+	errs = append(errs, o.reconcileServiceCIDR(ctx), o.reconcileFlowSchemaStatus(ctx))
+	if o.ip != nil {
+		if err := o.reconcileEndpoints(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, o.reconcileEndpointSlice(ctx))
+		}
 	}
-	if err := o.reconcileFlowSchemaStatus(ctx); err != nil {
-		return err
-	}
-	if o.ip == nil {
-		return nil
-	}
-	if err := o.reconcileEndpoints(ctx); err != nil {
-		return err
-	}
-	return o.reconcileEndpointSlice(ctx)
+	return errors.Join(errs...)
 }
 
 // reconcileService creates the kubernetes Service, or puts its ports back
@@ -285,7 +285,9 @@ func (o *systemObjects) reconcileServiceCIDR(ctx context.Context) error {
 	}
 	apimeta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: networkingv1.ServiceCIDRConditionReady,
 		Status: metav1.ConditionTrue, Message: "Kubernetes default Service CIDR is ready"})
-	if _, err := cidrs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+	if _, err := cidrs.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		// A conflict (a write raced this one) is tried again by the next
+		// pass, which a failed pass brings forward.
 		return fmt.Errorf("servicecidr %s status: %w", registry.DefaultServiceCIDRName, err)
 	}
 	return nil
